@@ -1,0 +1,168 @@
+"""The ``uocr`` command. Each subcommand imports only what it runs (the API never loads torch)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ocr_api.core.settings import Settings, SettingsError, get_settings
+
+
+def _settings() -> Settings:
+    try:
+        return get_settings()
+    except SettingsError as error:
+        raise click.ClickException(str(error)) from None
+
+
+@click.group()
+def main() -> None:
+    """uocr: batch OCR for long documents."""
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--pages", default=None, help="Page range, e.g. 1-3,7.")
+def run(file: Path, out_dir: Path, pages: str | None) -> None:
+    """OCR FILE on this machine, no servers: writes result.json, result.md and pages.jsonl."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from ocr_api.core.errors import DomainError
+    from ocr_api.core.logging import configure_logging
+    from ocr_worker.embedded import run_document
+
+    settings = _settings()
+    configure_logging("warning")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns) as progress:
+        task = progress.add_task(f"OCR {file.name} (pages)", total=None)
+        try:
+            job = run_document(
+                file,
+                out_dir,
+                settings,
+                pages=pages,
+                on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+            )
+        except DomainError as error:
+            raise click.ClickException(error.message) from None
+    click.echo(f"{job.status}: {job.page_count} pages ({job.pages_failed} failed) -> {out_dir}")
+    if job.pages_failed:
+        sys.exit(2)
+
+
+@main.command()
+@click.option("--host", default="0.0.0.0")
+def api(host: str) -> None:
+    """Serve the HTTP API on service_port."""
+    import uvicorn
+
+    from ocr_api.main import create_app
+
+    settings = _settings()
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=settings.service_port,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=30,
+    )
+
+
+@main.command()
+@click.option("--gpus", default="none", show_default=True, help="'all', 'none', or cards like 0,1.")
+@click.option("--queues", default=None, help="Comma-separated queues (default: the OCR queues).")
+@click.option("--concurrency", default=1, show_default=True, help="CPU worker processes.")
+@click.option("--beat", is_flag=True, help="Also run the scheduler (stale-group recovery).")
+def worker(gpus: str, queues: str | None, concurrency: int, beat: bool) -> None:
+    """Start Celery workers: one per GPU card, or one CPU worker."""
+    from ocr_worker import launcher
+
+    _settings()
+    try:
+        cards = launcher.parse_gpus(gpus, launcher.detect_gpu_count())
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    chosen = tuple(queues.split(",")) if queues else launcher.OCR_QUEUES
+    extra = ("-B",) if beat else ()
+    specs = launcher.worker_specs(cards, concurrency=concurrency, queues=chosen, extra_args=extra)
+    sys.exit(launcher.run_workers(specs))
+
+
+@main.command()
+def beat() -> None:
+    """Run the scheduler alone (one per deployment)."""
+    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "beat"])
+
+
+@main.command()
+@click.option("--port", default=5555, show_default=True)
+def flower(port: int) -> None:
+    """Operators' console for the workers and their page-group tasks."""
+    _settings()
+    os.execv(
+        sys.executable,
+        [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "flower", f"--port={port}"],
+    )
+
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command()
+def upgrade() -> None:
+    """Apply the Alembic migrations."""
+    from ocr_api.core.migrate import upgrade as apply
+
+    apply(_settings().database.url)
+    click.echo("database at head")
+
+
+@main.group()
+def keys() -> None:
+    """API keys."""
+
+
+@keys.command("create")
+@click.option("--tenant", required=True, help="Tenant name; created if new.")
+def keys_create(tenant: str) -> None:
+    """Create an API key (shown once; stored hashed)."""
+    from ocr_api.core.db import make_engine, make_session_factory, transaction
+    from ocr_api.core.tenants import create_key
+
+    sessions = make_session_factory(make_engine(_settings().database))
+    with transaction(sessions) as session:
+        created = create_key(session, tenant_name=tenant)
+    click.echo(f"tenant_id={created.tenant_id}")
+    click.echo(f"api_key={created.api_key}")
+    click.echo(f"webhook_secret={created.webhook_secret}")
+
+
+@main.group()
+def storage() -> None:
+    """Object storage."""
+
+
+@storage.command("init")
+def storage_init() -> None:
+    """Create the bucket if it does not exist."""
+    from ocr_api.core.storage import S3ObjectStore
+
+    S3ObjectStore(_settings().s3).ensure_bucket()
+    click.echo("bucket ready")
+
+
+if __name__ == "__main__":
+    main()

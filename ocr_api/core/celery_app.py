@@ -1,0 +1,55 @@
+"""The Celery application shared by the API (which sends tasks by name) and the workers."""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+from ocr_api.core.contracts import (
+    QUEUE_BACKLOG,
+    QUEUE_CONTROL,
+    QUEUE_INTERACTIVE,
+    TASK_DELIVER_WEBHOOK,
+    TASK_RECOVER,
+)
+from ocr_api.core.settings import Settings
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("uocr", broker=settings.redis.url, backend=settings.redis.url)
+    # Redis redelivers an unacked task after the visibility timeout: keep it above the longest
+    # page group's hard limit, or a slow group would run twice at once.
+    visibility = settings.max_group_time_limit * 2 + 60
+    exchange = Exchange("uocr", type="direct")
+    app.conf.update(
+        task_queues=[
+            Queue(QUEUE_INTERACTIVE, exchange, routing_key=QUEUE_INTERACTIVE),
+            Queue(QUEUE_BACKLOG, exchange, routing_key=QUEUE_BACKLOG),
+            Queue(QUEUE_CONTROL, exchange, routing_key=QUEUE_CONTROL),
+        ],
+        task_default_queue=QUEUE_BACKLOG,
+        task_default_exchange="uocr",
+        task_routes={
+            TASK_DELIVER_WEBHOOK: {"queue": QUEUE_CONTROL},
+            TASK_RECOVER: {"queue": QUEUE_CONTROL},
+        },
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_track_started=True,
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        task_ignore_result=True,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": visibility},
+        result_backend_transport_options={"visibility_timeout": visibility},
+        worker_hijack_root_logger=False,
+        beat_schedule={
+            "recover-stale-groups": {
+                "task": TASK_RECOVER,
+                "schedule": max(5.0, settings.worker.lease_seconds / 2),
+                "options": {"queue": QUEUE_CONTROL},
+            }
+        },
+    )
+    return app

@@ -1,0 +1,51 @@
+"""Domain errors. Services raise these; the HTTP layer maps them to statuses in one place."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(DomainError):
+    status_code = 422
+
+
+class InvalidDocument(DomainError):
+    status_code = 422
+
+
+class UnsupportedMediaType(DomainError):
+    status_code = 415
+
+
+class PayloadTooLarge(DomainError):
+    status_code = 413
+
+
+class NotFound(DomainError):
+    status_code = 404
+
+
+class NotFinished(DomainError):
+    status_code = 409
+
+
+class QueueFull(DomainError):
+    status_code = 429
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class ServiceUnavailable(DomainError):
+    status_code = 503
+
+
+class Unauthorized(DomainError):
+    status_code = 401

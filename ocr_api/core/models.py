@@ -1,0 +1,139 @@
+"""The schema: tenants and their keys, jobs, pages, page groups, webhook deliveries."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from ocr_api.core.db import Base, UTCDateTime, utcnow
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    # Used to sign this tenant's webhooks; HMAC needs the secret itself, so it is not hashed.
+    webhook_secret: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    prefix: Mapped[str] = mapped_column(String(16), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (UniqueConstraint("tenant_id", "idempotency_key"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    priority: Mapped[str] = mapped_column(String(16))
+    engine: Mapped[str] = mapped_column(String(32))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    source_name: Mapped[str] = mapped_column(String(500))
+    webhook_url: Mapped[str | None] = mapped_column(Text)
+    job_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    page_count: Mapped[int] = mapped_column(Integer)
+    pages_done: Mapped[int] = mapped_column(Integer, default=0)
+    pages_failed: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    pages: Mapped[list[Page]] = relationship(
+        back_populates="job", order_by="Page.position", cascade="all, delete-orphan"
+    )
+    groups: Mapped[list[PageGroup]] = relationship(
+        back_populates="job", order_by="PageGroup.group_index", cascade="all, delete-orphan"
+    )
+
+
+class Page(Base):
+    """One page of a job. ``page_no`` is the page's number in the submitted document."""
+
+    __tablename__ = "pages"
+    __table_args__ = (UniqueConstraint("job_id", "page_no"), UniqueConstraint("job_id", "position"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    page_no: Mapped[int] = mapped_column(Integer)
+    source_key: Mapped[str] = mapped_column(String(500))
+    source_index: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    result_key: Mapped[str | None] = mapped_column(String(500))
+    error: Mapped[str | None] = mapped_column(Text)
+    warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    job: Mapped[Job] = relationship(back_populates="pages")
+
+
+class PageGroup(Base):
+    """A run of consecutive pages decoded together; the first ``overlap`` pages are context only."""
+
+    __tablename__ = "page_groups"
+    __table_args__ = (UniqueConstraint("job_id", "group_index"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    group_index: Mapped[int] = mapped_column(Integer)
+    first_position: Mapped[int] = mapped_column(Integer)
+    last_position: Mapped[int] = mapped_column(Integer)
+    overlap: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    enqueued_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    job: Mapped[Job] = relationship(back_populates="groups")
+
+
+class WebhookDelivery(Base):
+    """An event stored before it is sent, so a receiver that is down never loses it."""
+
+    __tablename__ = "webhook_deliveries"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    url: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    attempt_log: Mapped[list[WebhookAttempt]] = relationship(
+        back_populates="delivery", order_by="WebhookAttempt.attempt_no"
+    )
+
+
+class WebhookAttempt(Base):
+    __tablename__ = "webhook_attempts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[str] = mapped_column(
+        ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), index=True
+    )
+    attempt_no: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    delivery: Mapped[WebhookDelivery] = relationship(back_populates="attempt_log")

@@ -1,0 +1,162 @@
+"""One typed settings object for every process.
+
+Values come from environment variables prefixed ``UOCR_`` (sections use ``__``, e.g.
+``UOCR_S3__ENDPOINT_URL``), then from an optional TOML file named by ``UOCR_CONFIG_FILE``.
+Settings are validated once, when built, and frozen: each part receives only its own section.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+EngineName = Literal["rapidocr", "unlimited_ocr"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatabaseSettings(_Section):
+    url: str = "postgresql+psycopg://postgres@127.0.0.1:5432/uocr"
+    pool_size: int = Field(5, ge=1)
+
+
+class RedisSettings(_Section):
+    url: str = "redis://127.0.0.1:6379/0"
+
+
+class S3Settings(_Section):
+    """S3-compatible object store; ``local_root`` switches to a local folder (embedded mode)."""
+
+    endpoint_url: str | None = None
+    bucket: str = "uocr"
+    region: str = "us-east-1"
+    access_key_id: str = "uocr"
+    secret_access_key: str = "uocr-secret"
+    presign_seconds: int = Field(3600, ge=60)
+    local_root: Path | None = None
+
+
+class WebhookSettings(_Section):
+    timeout_seconds: float = Field(10.0, gt=0)
+    max_attempts: int = Field(8, ge=1, le=30)
+    backoff_base_seconds: float = Field(2.0, gt=0)
+    # Kept below the broker's visibility timeout, so a delayed retry is never delivered twice.
+    backoff_max_seconds: float = Field(600.0, gt=0)
+    # Hosts exempt from the private-network refusal (e.g. an in-cluster receiver, or tests).
+    allowed_private_hosts: tuple[str, ...] = ()
+
+
+class WorkerSettings(_Section):
+    """Celery task limits. A page group's time limit grows with its page count."""
+
+    group_time_limit_base_seconds: int = Field(60, ge=1)
+    group_time_limit_per_page_seconds: int = Field(60, ge=1)
+    lease_seconds: int = Field(120, ge=5)
+    max_group_attempts: int = Field(3, ge=1)
+    render_dpi: int = Field(200, ge=50, le=600)
+    max_render_side: int = Field(4000, ge=256)
+    rapidocr_threads: int = Field(2, ge=1)
+    # Off for workers that only serve the control queue (webhooks, recovery): no model to load.
+    preload_engine: bool = True
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="UOCR_", env_nested_delimiter="__", frozen=True, extra="forbid"
+    )
+
+    # The deployment guide's parameters.
+    model_path: Path | None = None
+    service_port: int = Field(8100, ge=1, le=65535)
+    max_concurrency: int = Field(16, ge=1, le=512)
+    max_pages_per_request: int = Field(300, ge=1)
+    request_timeout_seconds: int = Field(300, ge=1)
+    visual_cache_workspace_gb: float = Field(4.0, gt=0)
+    queue_max_size: int = Field(64, ge=1)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    page_group_size: int = Field(8, ge=1, le=64)
+    page_group_overlap: int = Field(1, ge=0)
+    engine: EngineName = "rapidocr"
+    max_upload_bytes: int = Field(200 * 1024 * 1024, ge=1024)
+    environment: Literal["development", "production"] = "development"
+    # Where clients reach the API; status and result URLs in webhooks start with it.
+    public_base_url: str = "http://localhost:8100"
+
+    database: DatabaseSettings = DatabaseSettings()
+    redis: RedisSettings = RedisSettings()
+    s3: S3Settings = S3Settings()
+    webhooks: WebhookSettings = WebhookSettings()
+    worker: WorkerSettings = WorkerSettings()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if self.page_group_overlap >= self.page_group_size:
+            raise ValueError(
+                f"page_group_overlap ({self.page_group_overlap}) must be smaller than "
+                f"page_group_size ({self.page_group_size})"
+            )
+        if self.engine == "unlimited_ocr" and self.model_path is None:
+            raise ValueError("model_path is required when engine is 'unlimited_ocr'")
+        if self.environment == "production" and self.s3.secret_access_key == "uocr-secret":
+            raise ValueError("s3.secret_access_key still has its development placeholder")
+        return self
+
+    @property
+    def max_group_time_limit(self) -> int:
+        """Hard time limit of the largest page group; the broker's visibility timeout exceeds it."""
+        w = self.worker
+        return w.group_time_limit_base_seconds + w.group_time_limit_per_page_seconds * (
+            self.page_group_size
+        )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("UOCR_CONFIG_FILE")
+        if config_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        return tuple(sources)
+
+
+class SettingsError(RuntimeError):
+    """Start-up refused: a setting is invalid. The message names the setting."""
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        name = ".".join(str(part) for part in item["loc"]) or "settings"
+        env = "UOCR_" + "__".join(str(part).upper() for part in item["loc"])
+        lines.append(f"invalid setting {name} ({env}): {item['msg']}")
+    return "\n".join(lines)
+
+
+def load_settings(**overrides: object) -> Settings:
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        raise SettingsError(describe_validation_error(error)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return load_settings()

@@ -1,0 +1,142 @@
+"""Object storage behind one small interface: S3-compatible in the service, a folder embedded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from ocr_api.core.settings import S3Settings
+
+
+class ObjectNotFound(KeyError):
+    pass
+
+
+class ObjectStore(Protocol):
+    def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def delete(self, keys: list[str]) -> None: ...
+    def exists(self, key: str) -> bool: ...
+    def size(self, key: str) -> int: ...
+    def presigned_url(self, key: str) -> str: ...
+    def ping(self) -> None: ...
+
+
+class S3ObjectStore:
+    def __init__(self, settings: S3Settings) -> None:
+        self.bucket = settings.bucket
+        self.presign_seconds = settings.presign_seconds
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=settings.endpoint_url,
+            region_name=settings.region,
+            aws_access_key_id=settings.access_key_id,
+            aws_secret_access_key=settings.secret_access_key,
+            config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+        )
+
+    def ensure_bucket(self) -> None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError:
+            self.client.create_bucket(Bucket=self.bucket)
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                raise ObjectNotFound(key) from None
+            raise
+
+    def delete(self, keys: list[str]) -> None:
+        for start in range(0, len(keys), 1000):
+            chunk = [{"Key": key} for key in keys[start : start + 1000]]
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk})
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.size(key)
+        except ObjectNotFound:
+            return False
+        return True
+
+    def size(self, key: str) -> int:
+        try:
+            return int(self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("NoSuchKey", "404", "NotFound"):
+                raise ObjectNotFound(key) from None
+            raise
+
+    def presigned_url(self, key: str) -> str:
+        return str(
+            self.client.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self.bucket, "Key": key},
+                ExpiresIn=self.presign_seconds,
+            )
+        )
+
+    def ping(self) -> None:
+        self.client.head_bucket(Bucket=self.bucket)
+
+
+class LocalObjectStore:
+    """A folder standing in for the bucket (embedded mode, single machine)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if self.root.resolve() not in path.parents:
+            raise ValueError(f"object key escapes the store: {key!r}")
+        return path
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)  # atomic: a reader never sees half an object
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+
+    def delete(self, keys: list[str]) -> None:
+        for key in keys:
+            self._path(key).unlink(missing_ok=True)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+
+    def presigned_url(self, key: str) -> str:
+        return self._path(key).as_uri()
+
+    def ping(self) -> None:
+        if not self.root.is_dir():
+            raise OSError(f"object store folder missing: {self.root}")
+
+
+def make_object_store(settings: S3Settings) -> ObjectStore:
+    if settings.local_root is not None:
+        return LocalObjectStore(settings.local_root)
+    return S3ObjectStore(settings)

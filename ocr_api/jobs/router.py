@@ -1,0 +1,237 @@
+"""HTTP routes for jobs. Thin: parse, call the service, shape the answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from ocr_api.core import object_keys
+from ocr_api.core.errors import InvalidRequest, NotFinished, NotFound, PayloadTooLarge
+from ocr_api.core.job_lifecycle import TERMINAL
+from ocr_api.core.models import Job
+from ocr_api.core.storage import ObjectNotFound
+from ocr_api.deps import AppState, StateDep, TenantDep
+from ocr_api.jobs import service
+from ocr_api.jobs.schemas import JobAccepted, JobCreateFromObject, JobPublic, PagePublic, ResultLink
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+_SUBMIT_DOC: dict[str, Any] = {
+    "requestBody": {
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "a PDF, or page images (PNG, JPEG, TIFF) in order",
+                        },
+                        "pages": {"type": "string", "example": "1-3,7"},
+                        "webhook_url": {"type": "string"},
+                        "priority": {"type": "string", "enum": ["interactive", "backlog"]},
+                        "metadata": {"type": "string", "description": "a JSON object"},
+                    },
+                }
+            },
+            "application/json": {"schema": JobCreateFromObject.model_json_schema()},
+        }
+    }
+}
+
+
+@router.post("", status_code=202, response_model=JobAccepted, openapi_extra=_SUBMIT_DOC)
+async def submit(
+    request: Request,
+    response: Response,
+    state: StateDep,
+    tenant: TenantDep,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> JobAccepted:
+    limit = state.settings.max_upload_bytes
+    declared = int(request.headers.get("content-length") or 0)
+    if declared > limit + 64 * 1024:  # room for the multipart envelope
+        raise PayloadTooLarge(f"upload of {declared} bytes exceeds the {limit}-byte limit")
+    if request.headers.get("content-type", "").startswith("application/json"):
+        files, options = await _from_json(request, state, tenant.id)
+    else:
+        files, options = await _from_form(request, limit)
+    submitted = await run_in_threadpool(
+        lambda: service.submit_job(
+            sessions=state.sessions,
+            store=state.store,
+            dispatcher=state.dispatcher,
+            settings=state.settings,
+            tenant_id=tenant.id,
+            files=files,
+            options=options,
+            idempotency_key=idempotency_key,
+        )
+    )
+    if submitted.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    job = submitted.job
+    return JobAccepted(
+        id=job.id, status=job.status, status_url=f"/v1/jobs/{job.id}", pages_total=job.page_count
+    )
+
+
+async def _from_json(
+    request: Request, state: AppState, tenant_id: str
+) -> tuple[list[service.UploadedFile], service.JobOptions]:
+    try:
+        body = JobCreateFromObject.model_validate_json(await request.body())
+    except ValidationError as error:
+        raise InvalidRequest(f"invalid JSON body: {error.errors()[0]['msg']}") from None
+    upload = await run_in_threadpool(
+        lambda: service.load_object_input(
+            store=state.store,
+            tenant_id=tenant_id,
+            key=body.object_key,
+            max_bytes=state.settings.max_upload_bytes,
+        )
+    )
+    options = service.JobOptions(body.pages, body.webhook_url, body.priority, body.metadata)
+    return [upload], options
+
+
+async def _from_form(
+    request: Request, limit: int
+) -> tuple[list[service.UploadedFile], service.JobOptions]:
+    form = await request.form(max_files=1000, max_fields=20)
+    files, total = [], 0
+    for item in form.getlist("file"):
+        if not isinstance(item, UploadFile):
+            raise InvalidRequest("'file' must be a file part")
+        data = await item.read()
+        total += len(data)
+        if total > limit:
+            raise PayloadTooLarge(f"upload exceeds the {limit}-byte limit")
+        files.append(service.UploadedFile(item.filename or f"file{len(files)}", data))
+    if not files:
+        raise InvalidRequest("no document: send it as the multipart field 'file'")
+    try:
+        metadata = json.loads(str(form.get("metadata") or "{}"))
+    except json.JSONDecodeError:
+        raise InvalidRequest("metadata must be a JSON object") from None
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("metadata must be a JSON object")
+    options = service.JobOptions(
+        pages=_text(form.get("pages")),
+        webhook_url=_text(form.get("webhook_url")),
+        priority=_text(form.get("priority")) or "backlog",
+        metadata=metadata,
+    )
+    return files, options
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@router.get("/{job_id}", response_model=JobPublic)
+def get_status(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
+    with state.sessions() as session:
+        job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
+        return _public(job)
+
+
+@router.delete("/{job_id}", response_model=JobPublic, status_code=202)
+def cancel(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
+    service.cancel_job(
+        state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
+    )
+    with state.sessions() as session:
+        return _public(service.get_job(session, tenant_id=tenant.id, job_id=job_id))
+
+
+@router.get("/{job_id}/result", response_model=None)
+def get_result(
+    job_id: str,
+    state: StateDep,
+    tenant: TenantDep,
+    format: Literal["json", "markdown", "text"] = Query("json"),
+) -> Response:
+    _finished_job(state, tenant.id, job_id)
+    data = state.store.get(object_keys.result_key(job_id, format))
+    media = {"json": "application/json", "markdown": "text/markdown", "text": "text/plain"}
+    return Response(data, media_type=f"{media[format]}; charset=utf-8")
+
+
+@router.get("/{job_id}/result/link", response_model=ResultLink)
+def get_result_link(
+    job_id: str,
+    state: StateDep,
+    tenant: TenantDep,
+    format: Literal["json", "markdown", "text", "jsonl"] = Query("json"),
+) -> ResultLink:
+    _finished_job(state, tenant.id, job_id)
+    url = state.store.presigned_url(object_keys.result_key(job_id, format))
+    return ResultLink(url=url, expires_in_seconds=state.settings.s3.presign_seconds)
+
+
+@router.get("/{job_id}/pages/{page_no}", response_model=None)
+def get_page(job_id: str, page_no: int, state: StateDep, tenant: TenantDep) -> Response:
+    with state.sessions() as session:
+        job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
+        page = next((p for p in job.pages if p.page_no == page_no), None)
+        if page is None:
+            raise NotFound(f"job {job_id} has no page {page_no}")
+        if page.result_key is None:
+            raise NotFinished(f"page {page_no} is {page.status}; poll the job and retry")
+    try:
+        return Response(state.store.get(page.result_key), media_type="application/json")
+    except ObjectNotFound:
+        raise NotFinished(f"page {page_no} is not stored yet") from None
+
+
+def _finished_job(state: AppState, tenant_id: str, job_id: str) -> Job:
+    with state.sessions() as session:
+        job = service.get_job(session, tenant_id=tenant_id, job_id=job_id)
+    if job.status not in TERMINAL:
+        raise NotFinished(f"job {job_id} is {job.status}; the result exists once it finishes")
+    if job.pages_done == 0:
+        raise NotFinished(f"job {job_id} is {job.status} and no page was processed: no result")
+    return job
+
+
+def _public(job: Job) -> JobPublic:
+    return JobPublic(
+        id=job.id,
+        status=job.status,
+        priority=job.priority,
+        engine=job.engine,
+        source=job.source_name,
+        pages_total=job.page_count,
+        pages_done=job.pages_done,
+        pages_failed=job.pages_failed,
+        groups_total=len(job.groups),
+        groups_done=sum(g.status in ("done", "failed") for g in job.groups),
+        cancel_requested=job.cancel_requested,
+        error=job.error,
+        metadata=job.job_metadata,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        result_url=f"/v1/jobs/{job.id}/result" if job.status in TERMINAL else None,
+        pages=[
+            PagePublic(
+                page=p.page_no,
+                status=p.status,
+                attempts=p.attempts,
+                duration_ms=p.duration_ms,
+                error=p.error,
+                warnings=p.warnings,
+                started_at=p.started_at,
+                finished_at=p.finished_at,
+            )
+            for p in job.pages
+        ],
+    )

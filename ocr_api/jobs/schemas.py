@@ -1,0 +1,62 @@
+"""What the HTTP API accepts and returns."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class JobCreateFromObject(BaseModel):
+    """Submit a document already uploaded to the bucket, under ``inbox/<tenant id>/``."""
+
+    object_key: str
+    pages: str | None = Field(None, examples=["1-3,7"])
+    webhook_url: str | None = None
+    priority: Literal["interactive", "backlog"] = "backlog"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobAccepted(BaseModel):
+    id: str
+    status: str
+    status_url: str
+    pages_total: int
+
+
+class PagePublic(BaseModel):
+    page: int
+    status: str
+    attempts: int
+    duration_ms: int | None
+    error: str | None
+    warnings: list[str]
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class JobPublic(BaseModel):
+    id: str
+    status: str
+    priority: str
+    engine: str
+    source: str
+    pages_total: int
+    pages_done: int
+    pages_failed: int
+    groups_total: int
+    groups_done: int
+    cancel_requested: bool
+    error: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    result_url: str | None
+    pages: list[PagePublic]
+
+
+class ResultLink(BaseModel):
+    url: str
+    expires_in_seconds: int

@@ -1,0 +1,265 @@
+"""Submitting, reading and canceling jobs. Keyword-only functions, no framework code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core import job_lifecycle, object_keys
+from ocr_api.core.db import transaction
+from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.errors import (
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    QueueFull,
+    ServiceUnavailable,
+)
+from ocr_api.core.models import Job, Page, PageGroup, new_id
+from ocr_api.core.page_groups import PageGroupPlanner
+from ocr_api.core.settings import Settings
+from ocr_api.core.storage import ObjectNotFound, ObjectStore
+from ocr_api.jobs.documents import CONTENT_TYPES, InspectedFile, inspect_file, parse_page_selection
+from ocr_api.webhooks.events import record_job_finished
+from ocr_api.webhooks.url_policy import check_webhook_url
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    pages: str | None = None
+    webhook_url: str | None = None
+    priority: str = "backlog"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job: Job
+    replayed: bool  # True when an Idempotency-Key matched an earlier submit
+
+
+def submit_job(
+    *,
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    settings: Settings,
+    tenant_id: str,
+    files: list[UploadedFile],
+    options: JobOptions,
+    idempotency_key: str | None = None,
+) -> Submitted:
+    """Validate, store the document, record the job, then queue its first page group."""
+    if idempotency_key and (existing := _find_by_key(sessions, tenant_id, idempotency_key)):
+        return Submitted(existing, replayed=True)
+    _check_options(options, settings)
+    _check_queue_room(sessions, settings)
+    inspected = [inspect_file(upload.name, upload.data) for upload in files]
+    if not inspected:
+        raise InvalidRequest("no document: upload a file or name an object")
+    page_refs = _select_pages(inspected, options.pages, settings)
+    job = Job(
+        id=new_id(),
+        tenant_id=tenant_id,
+        status=job_lifecycle.QUEUED,
+        priority=options.priority,
+        engine=settings.engine,
+        idempotency_key=idempotency_key,
+        source_name=", ".join(f.name for f in inspected)[:500],
+        webhook_url=options.webhook_url,
+        job_metadata=options.metadata,
+        page_count=len(page_refs),
+    )
+    stored = _store_inputs(store, job.id, inspected)
+    try:
+        _insert_job(sessions, job, page_refs, stored, settings)
+    except Exception as error:
+        store.delete(list(stored.values()))
+        # A concurrent submit with the same Idempotency-Key won the unique constraint.
+        winner = idempotency_key and _find_by_key(sessions, tenant_id, idempotency_key)
+        if isinstance(error, IntegrityError) and winner:
+            return Submitted(winner, replayed=True)
+        raise
+    _dispatch_first_group(sessions, store, dispatcher, job, list(stored.values()))
+    return Submitted(job, replayed=False)
+
+
+def _check_options(options: JobOptions, settings: Settings) -> None:
+    if options.priority not in ("interactive", "backlog"):
+        raise InvalidRequest("priority must be 'interactive' or 'backlog'")
+    if options.webhook_url:
+        check_webhook_url(
+            options.webhook_url, allowed_private_hosts=settings.webhooks.allowed_private_hosts
+        )
+
+
+def _check_queue_room(sessions: sessionmaker[Session], settings: Settings) -> None:
+    with sessions() as session:
+        queued = session.scalar(
+            select(func.count()).select_from(Job).where(Job.status == job_lifecycle.QUEUED)
+        )
+    if (queued or 0) >= settings.queue_max_size:
+        raise QueueFull(
+            f"the queue is full ({queued} jobs waiting, limit {settings.queue_max_size}); "
+            "retry later",
+            retry_after_seconds=30,
+        )
+
+
+def _select_pages(
+    inspected: list[InspectedFile], spec: str | None, settings: Settings
+) -> list[tuple[int, int, int]]:
+    """Pages to process as (page_no, file index, index in file), page_no counting across files."""
+    all_pages = [
+        (file_index, page_index)
+        for file_index, f in enumerate(inspected)
+        for page_index in range(f.page_count)
+    ]
+    selected = parse_page_selection(spec, len(all_pages))
+    if len(selected) > settings.max_pages_per_request:
+        raise PayloadTooLarge(
+            f"the document has {len(selected)} pages to process; the limit is "
+            f"{settings.max_pages_per_request} pages per request (max_pages_per_request)"
+        )
+    return [(page_no, *all_pages[page_no - 1]) for page_no in selected]
+
+
+def _store_inputs(
+    store: ObjectStore, job_id: str, inspected: list[InspectedFile]
+) -> dict[int, str]:
+    stored: dict[int, str] = {}
+    try:
+        for index, f in enumerate(inspected):
+            key = object_keys.input_key(job_id, index, f.kind)
+            store.put(key, f.data, CONTENT_TYPES[f.kind])
+            stored[index] = key
+    except Exception:
+        store.delete(list(stored.values()))
+        raise ServiceUnavailable("the object store refused the upload; nothing was kept") from None
+    return stored
+
+
+def _insert_job(
+    sessions: sessionmaker[Session],
+    job: Job,
+    page_refs: list[tuple[int, int, int]],
+    stored: dict[int, str],
+    settings: Settings,
+) -> None:
+    planner = PageGroupPlanner(size=settings.page_group_size, overlap=settings.page_group_overlap)
+    with transaction(sessions) as session:
+        session.add(job)
+        for position, (page_no, file_index, page_index) in enumerate(page_refs):
+            session.add(
+                Page(
+                    job_id=job.id,
+                    position=position,
+                    page_no=page_no,
+                    source_key=stored[file_index],
+                    source_index=page_index,
+                )
+            )
+        for group in planner.plan(len(page_refs)):
+            session.add(
+                PageGroup(
+                    job_id=job.id,
+                    group_index=group.group_index,
+                    first_position=group.first_position,
+                    last_position=group.last_position,
+                    overlap=group.overlap,
+                )
+            )
+
+
+def _dispatch_first_group(
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    job: Job,
+    stored_keys: list[str],
+) -> None:
+    with transaction(sessions) as session:
+        group = session.scalars(
+            select(PageGroup).where(PageGroup.job_id == job.id, PageGroup.group_index == 0)
+        ).one()
+        try:
+            group.task_id = dispatcher.enqueue_group(
+                job_id=job.id,
+                group_index=0,
+                priority=job.priority,
+                group_pages=group.last_position - group.first_position + 1,
+            )
+        except Exception:
+            # No broker: take the job back rather than leave one that never runs.
+            session.delete(session.get(Job, job.id))
+            store.delete(stored_keys)
+            raise ServiceUnavailable("the task queue is unreachable; nothing was kept") from None
+        group.enqueued_at = job.created_at
+
+
+def _find_by_key(sessions: sessionmaker[Session], tenant_id: str, key: str) -> Job | None:
+    with sessions() as session:
+        return session.scalar(
+            select(Job).where(Job.tenant_id == tenant_id, Job.idempotency_key == key)
+        )
+
+
+def load_object_input(
+    *, store: ObjectStore, tenant_id: str, key: str, max_bytes: int
+) -> UploadedFile:
+    """A JSON submit names an object the tenant uploaded into its own inbox prefix."""
+    if not key.startswith(object_keys.inbox_prefix(tenant_id)) or ".." in key:
+        raise NotFound(
+            f"object {key!r} not found in your inbox ({object_keys.inbox_prefix(tenant_id)})"
+        )
+    try:
+        if store.size(key) > max_bytes:
+            raise PayloadTooLarge(
+                f"object {key!r} is larger than the {max_bytes}-byte upload limit"
+            )
+        return UploadedFile(name=key.rsplit("/", 1)[-1], data=store.get(key))
+    except ObjectNotFound:
+        raise NotFound(f"object {key!r} not found") from None
+
+
+def get_job(session: Session, *, tenant_id: str, job_id: str) -> Job:
+    """Another tenant's job is reported exactly like a missing one: 404."""
+    job = session.get(Job, job_id)
+    if job is None or job.tenant_id != tenant_id:
+        raise NotFound(f"job {job_id} not found")
+    return job
+
+
+def cancel_job(
+    sessions: sessionmaker[Session],
+    dispatcher: Dispatcher,
+    settings: Settings,
+    *,
+    tenant_id: str,
+    job_id: str,
+) -> None:
+    """A queued job is canceled now (and its webhook sent); a running one after its group."""
+    delivery_id = None
+    with transaction(sessions) as session:
+        job = get_job(session, tenant_id=tenant_id, job_id=job_id)
+        if job.status in job_lifecycle.TERMINAL:
+            return
+        job_lifecycle.request_cancel(job)
+        if job.status == job_lifecycle.CANCELED:
+            for group in job.groups:
+                group.status = "canceled"
+            delivery_id = record_job_finished(
+                session, job, public_base_url=settings.public_base_url
+            )
+    if delivery_id:
+        dispatcher.enqueue_webhook(delivery_id=delivery_id)

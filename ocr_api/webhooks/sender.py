@@ -1,0 +1,138 @@
+"""Sending one webhook delivery attempt; each try is recorded, retries back off exponentially.
+
+Timeouts, connection errors and 5xx are retried; 3xx and 4xx are final (the receiver said no).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import httpx
+import structlog
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.errors import InvalidRequest
+from ocr_api.core.models import Job, Tenant, WebhookAttempt, WebhookDelivery
+from ocr_api.core.settings import WebhookSettings
+from ocr_api.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign
+from ocr_api.webhooks.url_policy import check_webhook_url
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    status: str  # delivered | retry | failed | skipped
+    retry_in_seconds: float | None = None
+
+
+def backoff_seconds(settings: WebhookSettings, attempt_no: int) -> float:
+    return min(settings.backoff_max_seconds, settings.backoff_base_seconds * 2 ** (attempt_no - 1))
+
+
+def attempt_delivery(
+    sessions: sessionmaker[Session],
+    client: httpx.Client,
+    settings: WebhookSettings,
+    *,
+    delivery_id: str,
+) -> AttemptOutcome:
+    with sessions() as session:
+        delivery = session.get(WebhookDelivery, delivery_id)
+        if delivery is None or delivery.status != "pending":
+            return AttemptOutcome("skipped")  # already settled: a duplicate task
+        job = session.get(Job, delivery.job_id)
+        tenant = session.get(Tenant, job.tenant_id) if job else None
+        assert tenant is not None
+        url, body, secret = delivery.url, delivery.body.encode(), tenant.webhook_secret
+        attempt_no = delivery.attempts + 1
+    status_code, error, started = _post(
+        client, settings, url, body, secret, delivery_id, attempt_no
+    )
+    outcome = _classify(settings, status_code, attempt_no)
+    _record(sessions, delivery_id, attempt_no, status_code, error, started, outcome)
+    log.info(
+        "webhook.attempt",
+        delivery_id=delivery_id,
+        attempt=attempt_no,
+        status_code=status_code,
+        error=error,
+        outcome=outcome.status,
+    )
+    return outcome
+
+
+def _post(
+    client: httpx.Client,
+    settings: WebhookSettings,
+    url: str,
+    body: bytes,
+    secret: str,
+    delivery_id: str,
+    attempt_no: int,
+) -> tuple[int | None, str | None, float]:
+    started = time.perf_counter()
+    try:
+        # Checked again at send time: DNS may have changed since the job was submitted.
+        check_webhook_url(url, allowed_private_hosts=settings.allowed_private_hosts)
+    except InvalidRequest as refused:
+        return 400, f"refused: {refused.message}", started
+    headers = {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: sign(secret, body, int(time.time())),
+        EVENT_ID_HEADER: delivery_id,
+        ATTEMPT_HEADER: str(attempt_no),
+        "User-Agent": "uocr-webhooks/1",
+    }
+    try:
+        response = client.post(
+            url,
+            content=body,
+            headers=headers,
+            timeout=settings.timeout_seconds,
+            follow_redirects=False,
+        )
+        return response.status_code, None, started
+    except httpx.HTTPError as error:
+        return None, f"{type(error).__name__}: {error}", started
+
+
+def _classify(
+    settings: WebhookSettings, status_code: int | None, attempt_no: int
+) -> AttemptOutcome:
+    if status_code is not None and 200 <= status_code < 300:
+        return AttemptOutcome("delivered")
+    retryable = status_code is None or status_code >= 500
+    if retryable and attempt_no < settings.max_attempts:
+        return AttemptOutcome("retry", backoff_seconds(settings, attempt_no))
+    return AttemptOutcome("failed")
+
+
+def _record(
+    sessions: sessionmaker[Session],
+    delivery_id: str,
+    attempt_no: int,
+    status_code: int | None,
+    error: str | None,
+    started: float,
+    outcome: AttemptOutcome,
+) -> None:
+    with transaction(sessions) as session:
+        delivery = session.get(WebhookDelivery, delivery_id, with_for_update=True)
+        assert delivery is not None
+        delivery.attempts = attempt_no
+        session.add(
+            WebhookAttempt(
+                delivery_id=delivery_id,
+                attempt_no=attempt_no,
+                status_code=status_code,
+                error=error,
+                duration_ms=int((time.perf_counter() - started) * 1000),
+            )
+        )
+        if outcome.status == "delivered":
+            delivery.status, delivery.delivered_at = "delivered", utcnow()
+        elif outcome.status == "failed":
+            delivery.status = "failed"  # the dead letter: kept, visible, resendable by an operator

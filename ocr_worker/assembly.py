@@ -1,0 +1,88 @@
+"""Writing what clients read: per-page objects, the progress object, the assembled document."""
+
+from __future__ import annotations
+
+import json
+
+from ocr_api.core import object_keys
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.models import Job
+from ocr_api.core.storage import ObjectNotFound, ObjectStore
+
+
+def write_page(store: ObjectStore, job_id: str, result: PageResult) -> str:
+    key = object_keys.page_result_key(job_id, result.page)
+    store.put(key, result.model_dump_json().encode(), "application/json")
+    return key
+
+
+def write_progress(store: ObjectStore, job: Job) -> None:
+    progress = {
+        "job_id": job.id,
+        "status": job.status,
+        "pages_total": job.page_count,
+        "pages_done": job.pages_done,
+        "pages_failed": job.pages_failed,
+        "groups_total": len(job.groups),
+        "groups_done": sum(g.status in ("done", "failed") for g in job.groups),
+        "pages": [{"page": p.page_no, "status": p.status} for p in job.pages],
+    }
+    store.put(object_keys.progress_key(job.id), json.dumps(progress).encode(), "application/json")
+
+
+def load_page_results(store: ObjectStore, job: Job) -> list[PageResult]:
+    """Every page in document order; a page never run is listed as such, never dropped."""
+    results = []
+    for page in job.pages:
+        try:
+            results.append(PageResult.model_validate_json(store.get(page.result_key or "")))
+        except ObjectNotFound:
+            results.append(
+                PageResult(page=page.page_no, status="failed", error=page.error or "not processed")
+                if page.status == "failed"
+                else PageResult(page=page.page_no, status="canceled")
+            )
+    return results
+
+
+def document_files(job: Job, results: list[PageResult]) -> dict[str, str]:
+    """The assembled result in its three shapes, keyed by format name."""
+    document = {
+        "job_id": job.id,
+        "status": job.status,
+        "source": job.source_name,
+        "pages_total": job.page_count,
+        "pages_failed": job.pages_failed,
+        "metadata": job.job_metadata,
+        "pages": [r.to_jsonl_obj() for r in results],
+    }
+    markdown = "\n\n".join(
+        f"<!-- page {r.page} -->\n\n"
+        + (
+            r.markdown
+            if r.status == "succeeded"
+            else f"> page {r.page} {r.status}: {r.error or ''}"
+        )
+        for r in results
+    )
+    text = "\n\f".join(r.text for r in results)  # form feed between pages, as pdftotext does
+    return {
+        "json": json.dumps(document, ensure_ascii=False, indent=1),
+        "markdown": markdown + "\n",
+        "text": text + "\n",
+        "jsonl": "".join(json.dumps(r.to_jsonl_obj(), ensure_ascii=False) + "\n" for r in results),
+    }
+
+
+def write_document(store: ObjectStore, job: Job) -> None:
+    files = document_files(job, load_page_results(store, job))
+    types = {
+        "json": "application/json",
+        "markdown": "text/markdown",
+        "text": "text/plain",
+        "jsonl": "application/x-ndjson",
+    }
+    for fmt, content in files.items():
+        store.put(
+            object_keys.result_key(job.id, fmt), content.encode(), types[fmt] + "; charset=utf-8"
+        )

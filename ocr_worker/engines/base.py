@@ -1,0 +1,43 @@
+"""The one interface every OCR engine implements, CPU or GPU.
+
+The pipeline hands an engine one page group at a time; the engine returns one ``PageResult`` per
+output page, in order. Engines that keep state across groups of a document (the GPU engine reuses
+the KV of boundary pages) drop it in ``end_document``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from ocr_api.core.contracts import PageResult
+
+
+@dataclass(frozen=True)
+class PageImage:
+    page_no: int
+    pixels: np.ndarray  # (H, W, 3) uint8 RGB
+
+
+@dataclass(frozen=True)
+class PageGroupInput:
+    job_id: str
+    group_index: int
+    context: list[PageImage]  # boundary pages already output by the previous group
+    pages: list[PageImage]  # pages to output, in document order
+    is_last: bool
+
+
+class OcrEngine(ABC):
+    name: str
+    # Whether the engine reads the context pages; the pipeline skips rendering them otherwise.
+    uses_context_pages: bool = False
+
+    @abstractmethod
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        """One result per page of ``group.pages``, same order. A bad page fails alone."""
+
+    def end_document(self, job_id: str) -> None:  # noqa: B027 - optional hook
+        """Forget any state kept for ``job_id`` (default: none kept)."""

@@ -1,0 +1,114 @@
+"""``uocr worker``: one Celery worker process per GPU, each pinned to its card and named after it.
+
+Each child sees only its card (``CUDA_VISIBLE_DEVICES``), so torch inside it calls it cuda:0, and
+Flower lists it as ``gpu<N>@<host>``. Without GPUs one CPU worker runs instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ocr_api.core.contracts import QUEUE_BACKLOG, QUEUE_CONTROL, QUEUE_INTERACTIVE
+
+OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_BACKLOG)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    node_name: str
+    env: dict[str, str]
+    argv: list[str]
+
+
+def detect_gpu_count() -> int:
+    """Cards on this host: ``UOCR_GPU_COUNT`` if set (tests, containers), else nvidia-smi."""
+    if (forced := os.environ.get("UOCR_GPU_COUNT")) is not None:
+        return int(forced)
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return sum(line.startswith("GPU ") for line in listing.stdout.splitlines())
+
+
+def parse_gpus(spec: str, available: int) -> list[int]:
+    """'all' -> every card, '0,1' -> those cards, 'none' -> []; unknown cards are refused."""
+    if spec == "none":
+        return []
+    if spec == "all":
+        return list(range(available))
+    try:
+        cards = sorted({int(part) for part in spec.split(",")})
+    except ValueError:
+        raise ValueError(
+            f"--gpus takes 'all', 'none' or card numbers like '0,1', got {spec!r}"
+        ) from None
+    missing = [card for card in cards if not 0 <= card < available]
+    if missing:
+        raise ValueError(f"--gpus names card(s) {missing}, but this host has {available} GPU(s)")
+    return cards
+
+
+def worker_specs(
+    cards: list[int],
+    *,
+    concurrency: int,
+    queues: tuple[str, ...] = OCR_QUEUES,
+    host: str | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> list[WorkerSpec]:
+    host = host or socket.gethostname()
+    base = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "ocr_worker.tasks",
+        "worker",
+        "--pool",
+        "prefork",
+        "-Q",
+        ",".join(queues),
+        "-E",
+        *extra_args,
+    ]
+    if not cards:
+        argv = [*base, "-n", f"cpu@{host}", "--concurrency", str(concurrency)]
+        return [WorkerSpec(f"cpu@{host}", {}, argv)]
+    specs = []
+    for card in cards:
+        name = f"gpu{card}@{host}"
+        # One process per card: the model is loaded once, in the single pool child.
+        env = {"CUDA_VISIBLE_DEVICES": str(card)}
+        specs.append(WorkerSpec(name, env, [*base, "-n", name, "--concurrency", "1"]))
+    return specs
+
+
+def run_workers(specs: list[WorkerSpec]) -> int:
+    """Start every worker, forward SIGINT/SIGTERM, and return when all have exited."""
+    children = [subprocess.Popen(spec.argv, env={**os.environ, **spec.env}) for spec in specs]
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [child.wait() for child in children]
+    return max(codes, default=0)
+
+
+__all__ = [
+    "QUEUE_CONTROL",
+    "WorkerSpec",
+    "detect_gpu_count",
+    "parse_gpus",
+    "run_workers",
+    "worker_specs",
+]

@@ -1,0 +1,297 @@
+"""A document through page groups: claim → render → decode → store → report → advance.
+
+Every step is safe to run twice. A group is claimed under a row lock with a lease; pages are
+written to fixed keys before their rows are marked done; the next group is queued only once.
+A group whose worker died is taken over when its lease expires (see ``recover_stale_groups``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import structlog
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core import job_lifecycle
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.models import Job, Page, PageGroup
+from ocr_api.core.settings import Settings
+from ocr_api.core.storage import ObjectStore
+from ocr_api.webhooks.events import record_job_finished
+from ocr_worker import assembly
+from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
+from ocr_worker.imaging import PageRasterizer, PageRenderError
+from ocr_worker.lease import LeaseKeeper
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class PageRef:
+    position: int
+    page_no: int
+    source_key: str
+    source_index: int
+
+
+@dataclass(frozen=True)
+class ClaimedGroup:
+    group_id: int
+    group_index: int
+    context: list[PageRef]
+    pages: list[PageRef]  # output pages not yet done
+    is_last: bool
+
+
+@dataclass
+class PageGroupPipeline:
+    sessions: sessionmaker[Session]
+    store: ObjectStore
+    engine: OcrEngine
+    dispatcher: Dispatcher
+    settings: Settings
+    worker_id: str
+    rasterizer: PageRasterizer = field(init=False)
+
+    def __post_init__(self) -> None:
+        w = self.settings.worker
+        self.rasterizer = PageRasterizer(self.store, dpi=w.render_dpi, max_side=w.max_render_side)
+
+    def run(self, job_id: str, group_index: int) -> str:
+        """Run one page group; returns what happened (for logs and tests)."""
+        bound = log.bind(job_id=job_id, page_group=group_index)
+        claimed = self._claim(job_id, group_index)
+        if isinstance(claimed, str):
+            bound.info("page_group.skipped", reason=claimed)
+            if claimed in ("done", "gave_up", "canceled"):
+                self._advance(job_id, group_index)
+            return claimed
+        started = time.perf_counter()
+        with LeaseKeeper(
+            self.sessions,
+            group_id=claimed.group_id,
+            owner=self.worker_id,
+            lease_seconds=self.settings.worker.lease_seconds,
+        ):
+            results = self._decode(job_id, claimed)
+            self._record(job_id, claimed, results)
+        self._advance(job_id, group_index)
+        bound.info(
+            "page_group.finished",
+            pages=len(results),
+            failed=sum(r.status == "failed" for r in results),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return "ran"
+
+    # -- claim ---------------------------------------------------------------------------------
+
+    def _claim(self, job_id: str, group_index: int) -> ClaimedGroup | str:
+        with transaction(self.sessions) as session:
+            group = _lock_group(session, job_id, group_index)
+            job = session.get(Job, job_id)
+            if group is None or job is None:
+                return "missing"
+            if job.status in job_lifecycle.TERMINAL or job.cancel_requested:
+                return "canceled"
+            if group.status in ("done", "failed"):
+                return "done"
+            now = utcnow()
+            if (
+                group.status == "running"
+                and group.lease_expires_at
+                and group.lease_expires_at > now
+            ):
+                return "leased"
+            if group.attempts >= self.settings.worker.max_group_attempts:
+                self._give_up(session, job, group)
+                return "gave_up"
+            job_lifecycle.start(job)
+            group.status = "running"
+            group.attempts += 1
+            group.lease_owner = self.worker_id
+            group.lease_expires_at = now + timedelta(seconds=self.settings.worker.lease_seconds)
+            group.started_at = group.started_at or now
+            return self._claimed(session, job, group)
+
+    def _claimed(self, session: Session, job: Job, group: PageGroup) -> ClaimedGroup:
+        rows = session.scalars(
+            select(Page)
+            .where(Page.job_id == job.id)
+            .where(Page.position.between(group.first_position, group.last_position))
+            .order_by(Page.position)
+        ).all()
+        context_end = group.first_position + group.overlap
+        pages = [p for p in rows if p.position >= context_end and p.status != "succeeded"]
+        for page in pages:
+            page.status, page.started_at = "running", utcnow()
+            page.attempts += 1
+        return ClaimedGroup(
+            group_id=group.id,
+            group_index=group.group_index,
+            context=[_ref(p) for p in rows if p.position < context_end],
+            pages=[_ref(p) for p in pages],
+            is_last=group.last_position == job.page_count - 1,
+        )
+
+    def _give_up(self, session: Session, job: Job, group: PageGroup) -> None:
+        """A poison group: its pages fail with the reason, the rest of the document goes on."""
+        reason = f"gave up after {group.attempts} attempts (the page group kept failing)"
+        for page in _group_pages(session, group):
+            if page.status != "succeeded":
+                page.status, page.error, page.finished_at = "failed", reason, utcnow()
+        group.status, group.finished_at, group.lease_owner = "failed", utcnow(), None
+        _recount(session, job)
+        log.error("page_group.gave_up", job_id=job.id, page_group=group.group_index)
+
+    # -- decode --------------------------------------------------------------------------------
+
+    def _decode(self, job_id: str, claimed: ClaimedGroup) -> list[PageResult]:
+        failed: dict[int, PageResult] = {}
+        images: list[PageImage] = []
+        for ref in claimed.pages:
+            try:
+                images.append(self._render(ref))
+            except PageRenderError as error:
+                failed[ref.page_no] = PageResult(
+                    page=ref.page_no, status="failed", error=str(error)
+                )
+        context = (
+            [self._render(ref) for ref in claimed.context] if self.engine.uses_context_pages else []
+        )
+        decoded = (
+            self.engine.run_group(
+                PageGroupInput(job_id, claimed.group_index, context, images, claimed.is_last)
+            )
+            if images
+            else []
+        )
+        by_page = {r.page: r for r in decoded} | failed
+        missing = [ref.page_no for ref in claimed.pages if ref.page_no not in by_page]
+        if missing:  # an engine that drops a page is a bug; record it rather than lose the page
+            raise RuntimeError(f"engine {self.engine.name} returned no result for pages {missing}")
+        return [by_page[ref.page_no] for ref in claimed.pages]
+
+    def _render(self, ref: PageRef) -> PageImage:
+        return PageImage(ref.page_no, self.rasterizer.render(ref.source_key, ref.source_index))
+
+    # -- record --------------------------------------------------------------------------------
+
+    def _record(self, job_id: str, claimed: ClaimedGroup, results: list[PageResult]) -> None:
+        keys = {r.page: assembly.write_page(self.store, job_id, r) for r in results}
+        with transaction(self.sessions) as session:
+            group = session.get(PageGroup, claimed.group_id, with_for_update=True)
+            job = session.get(Job, job_id)
+            assert group is not None and job is not None
+            now = utcnow()
+            results_by_page = {r.page: r for r in results}
+            for page in _group_pages(session, group):
+                result = results_by_page.get(page.page_no)
+                if result is None:
+                    continue
+                page.status, page.error = result.status, result.error
+                page.result_key, page.warnings = keys[page.page_no], result.warnings
+                page.finished_at = now
+                page.duration_ms = result.duration_ms or int(
+                    (now - (page.started_at or now)).total_seconds() * 1000
+                )
+            group.status, group.finished_at, group.lease_owner = "done", now, None
+            _recount(session, job)
+            assembly.write_progress(self.store, job)
+
+    # -- advance -------------------------------------------------------------------------------
+
+    def _advance(self, job_id: str, group_index: int) -> None:
+        """Queue the next group, or finish the job. Runs at most once per step (row locks)."""
+        finished, delivery_id = False, None
+        with transaction(self.sessions) as session:
+            job = session.get(Job, job_id, with_for_update=True)
+            if job is None or job.status in job_lifecycle.TERMINAL:
+                return
+            following = _lock_group(session, job_id, group_index + 1)
+            if job.cancel_requested:
+                finished, delivery_id = True, self._finish(session, job, canceled=True)
+            elif following is not None:
+                self._queue(job, following)
+            elif _unsettled_groups(session, job_id) == 0:
+                finished, delivery_id = True, self._finish(session, job, canceled=False)
+        if delivery_id:
+            self.dispatcher.enqueue_webhook(delivery_id=delivery_id)
+        if finished:
+            self.engine.end_document(job_id)
+
+    def _queue(self, job: Job, group: PageGroup) -> None:
+        if group.enqueued_at is not None:
+            return  # a redelivered task already queued it
+        group.task_id = self.dispatcher.enqueue_group(
+            job_id=job.id,
+            group_index=group.group_index,
+            priority=job.priority,
+            group_pages=group.last_position - group.first_position + 1,
+        )
+        group.enqueued_at = utcnow()
+
+    def _finish(self, session: Session, job: Job, *, canceled: bool) -> str | None:
+        if canceled:
+            job_lifecycle.finish_canceled(job)
+            for group in job.groups:
+                if group.status == "pending":
+                    group.status = "canceled"
+        else:
+            job_lifecycle.finish(job)
+        assembly.write_progress(self.store, job)
+        assembly.write_document(self.store, job)
+        log.info("job.finished", job_id=job.id, status=job.status, pages_failed=job.pages_failed)
+        return record_job_finished(session, job, public_base_url=self.settings.public_base_url)
+
+
+def _ref(page: Page) -> PageRef:
+    return PageRef(page.position, page.page_no, page.source_key, page.source_index)
+
+
+def _lock_group(session: Session, job_id: str, group_index: int) -> PageGroup | None:
+    return session.scalar(
+        select(PageGroup)
+        .where(PageGroup.job_id == job_id, PageGroup.group_index == group_index)
+        .with_for_update()
+    )
+
+
+def _group_pages(session: Session, group: PageGroup) -> list[Page]:
+    first_output = group.first_position + group.overlap
+    return list(
+        session.scalars(
+            select(Page)
+            .where(Page.job_id == group.job_id)
+            .where(Page.position.between(first_output, group.last_position))
+            .order_by(Page.position)
+        )
+    )
+
+
+def _recount(session: Session, job: Job) -> None:
+    """Counters derived from the page rows, so a redone group never counts a page twice."""
+    session.flush()
+    counts = dict(
+        session.execute(
+            select(Page.status, func.count()).where(Page.job_id == job.id).group_by(Page.status)
+        ).all()
+    )
+    job.pages_done = counts.get("succeeded", 0) + counts.get("failed", 0)
+    job.pages_failed = counts.get("failed", 0)
+
+
+def _unsettled_groups(session: Session, job_id: str) -> int:
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(PageGroup)
+            .where(PageGroup.job_id == job_id, PageGroup.status.not_in(("done", "failed")))
+        )
+        or 0
+    )

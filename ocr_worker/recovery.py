@@ -1,0 +1,51 @@
+"""Taking over page groups whose worker died: their lease expired without being renewed."""
+
+from __future__ import annotations
+
+import structlog
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.models import Job, Page, PageGroup
+
+log = structlog.get_logger(__name__)
+
+
+def recover_stale_groups(sessions: sessionmaker[Session], dispatcher: Dispatcher) -> list[str]:
+    """Re-queue every running group with an expired lease; returns '<job>:<group>' for each."""
+    recovered = []
+    with transaction(sessions) as session:
+        stale = session.scalars(
+            select(PageGroup)
+            .where(PageGroup.status == "running", PageGroup.lease_expires_at < utcnow())
+            .with_for_update(skip_locked=True)
+        ).all()
+        for group in stale:
+            job = session.get(Job, group.job_id)
+            assert job is not None
+            _reset_pages(session, group)
+            group.status, group.lease_owner, group.lease_expires_at = "pending", None, None
+            group.task_id = dispatcher.enqueue_group(
+                job_id=group.job_id,
+                group_index=group.group_index,
+                priority=job.priority,
+                group_pages=group.last_position - group.first_position + 1,
+            )
+            group.enqueued_at = utcnow()
+            recovered.append(f"{group.job_id}:{group.group_index}")
+            log.warning("page_group.recovered", job_id=group.job_id, page_group=group.group_index)
+    return recovered
+
+
+def _reset_pages(session: Session, group: PageGroup) -> None:
+    pages = session.scalars(
+        select(Page).where(
+            Page.job_id == group.job_id,
+            Page.position.between(group.first_position, group.last_position),
+            Page.status == "running",
+        )
+    )
+    for page in pages:
+        page.status = "pending"

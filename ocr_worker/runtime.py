@@ -1,0 +1,55 @@
+"""What one worker process holds: its clients and its engine, built once after the fork."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+import httpx
+from celery import Celery
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core.db import make_engine, make_session_factory
+from ocr_api.core.dispatch import CeleryDispatcher, Dispatcher
+from ocr_api.core.settings import Settings
+from ocr_api.core.storage import ObjectStore, make_object_store
+from ocr_worker.engines.base import OcrEngine
+from ocr_worker.engines.factory import make_engine as make_ocr_engine
+from ocr_worker.pipeline import PageGroupPipeline
+
+
+@dataclass
+class WorkerRuntime:
+    settings: Settings
+    sessions: sessionmaker[Session]
+    store: ObjectStore
+    dispatcher: Dispatcher
+    http: httpx.Client
+    engine: OcrEngine | None = None
+    _pipeline: PageGroupPipeline | None = None
+
+    @classmethod
+    def build(cls, settings: Settings, app: Celery) -> WorkerRuntime:
+        return cls(
+            settings=settings,
+            sessions=make_session_factory(make_engine(settings.database)),
+            store=make_object_store(settings.s3),
+            dispatcher=CeleryDispatcher(app, settings.worker),
+            http=httpx.Client(),
+        )
+
+    @property
+    def pipeline(self) -> PageGroupPipeline:
+        """The engine loads on first use, so a control-only worker never loads a model."""
+        if self._pipeline is None:
+            self.engine = self.engine or make_ocr_engine(self.settings)
+            self._pipeline = PageGroupPipeline(
+                sessions=self.sessions,
+                store=self.store,
+                engine=self.engine,
+                dispatcher=self.dispatcher,
+                settings=self.settings,
+                worker_id=f"{socket.gethostname()}:{os.getpid()}",
+            )
+        return self._pipeline

@@ -1,0 +1,87 @@
+"""Thin Celery tasks: they take ids, bind log context, and call the pipeline or the sender.
+
+Import this module (``celery -A ocr_worker.tasks``) to get the app with its tasks registered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from celery import Task, signals
+from celery.exceptions import SoftTimeLimitExceeded
+
+from ocr_api.core.celery_app import make_celery
+from ocr_api.core.contracts import TASK_DELIVER_WEBHOOK, TASK_PAGE_GROUP, TASK_RECOVER
+from ocr_api.core.logging import configure_logging
+from ocr_api.core.settings import get_settings
+from ocr_api.webhooks.sender import attempt_delivery
+from ocr_worker.recovery import recover_stale_groups
+from ocr_worker.runtime import WorkerRuntime
+
+settings = get_settings()
+app = make_celery(settings)
+log = structlog.get_logger(__name__)
+
+
+class _Process:
+    """Per-process runtime: Celery forks children; CUDA and DB pools must not cross a fork."""
+
+    runtime: WorkerRuntime | None = None
+
+    @classmethod
+    def get(cls) -> WorkerRuntime:
+        if cls.runtime is None:
+            cls.runtime = WorkerRuntime.build(settings, app)
+        return cls.runtime
+
+
+@signals.setup_logging.connect
+def _setup_logging(**_: Any) -> None:
+    configure_logging(settings.log_level)
+
+
+@signals.worker_process_init.connect
+def _load_in_child(**_: Any) -> None:
+    runtime = _Process.get()
+    if settings.worker.preload_engine:
+        runtime.pipeline  # noqa: B018 - load the engine now, not on the first task
+        log.info("worker.ready", engine=settings.engine)
+
+
+@app.task(name=TASK_PAGE_GROUP, bind=True)
+def page_group(self: Task, job_id: str, group_index: int) -> str:
+    structlog.contextvars.bind_contextvars(
+        job_id=job_id, page_group=group_index, task_id=self.request.id
+    )
+    try:
+        return _Process.get().pipeline.run(job_id, group_index)
+    except SoftTimeLimitExceeded:
+        log.error("page_group.time_limit")
+        raise  # the lease lapses and recovery re-queues it, counting the attempt
+    finally:
+        structlog.contextvars.clear_contextvars()
+
+
+@app.task(name=TASK_RECOVER)
+def recover() -> list[str]:
+    runtime = _Process.get()
+    return recover_stale_groups(runtime.sessions, runtime.dispatcher)
+
+
+@app.task(name=TASK_DELIVER_WEBHOOK, bind=True)
+def deliver_webhook(self: Task, delivery_id: str) -> str:
+    structlog.contextvars.bind_contextvars(delivery_id=delivery_id, task_id=self.request.id)
+    try:
+        runtime = _Process.get()
+        outcome = attempt_delivery(
+            runtime.sessions, runtime.http, settings.webhooks, delivery_id=delivery_id
+        )
+        if outcome.retry_in_seconds is not None:
+            # A new message rather than self.retry: the count lives in Postgres, not the message.
+            runtime.dispatcher.enqueue_webhook(
+                delivery_id=delivery_id, countdown=outcome.retry_in_seconds
+            )
+        return outcome.status
+    finally:
+        structlog.contextvars.clear_contextvars()
