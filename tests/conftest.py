@@ -1,0 +1,103 @@
+"""Shared fixtures: the services .ci/run starts (Postgres, Redis, S3), each test session on its
+own fresh database, bucket and Redis database, so runs never see each other's data."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core.db import make_engine, make_session_factory, transaction
+from ocr_api.core.migrate import upgrade
+from ocr_api.core.settings import Settings, load_settings
+from ocr_api.core.storage import S3ObjectStore
+from ocr_api.core.tenants import CreatedKey, create_key
+
+
+@dataclass(frozen=True)
+class ServiceUrls:
+    database_admin: str
+    redis: str
+    s3: str
+
+
+@pytest.fixture(scope="session")
+def service_urls() -> ServiceUrls:
+    names = ("UOCR_TEST_DATABASE_URL", "UOCR_TEST_REDIS_URL", "UOCR_TEST_S3_URL")
+    values = [os.environ.get(name) for name in names]
+    if not all(values):
+        message = "Postgres, Redis and S3 are not running: use `bash .ci/run`"
+        if os.environ.get("UOCR_REQUIRE_SERVICES"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return ServiceUrls(*values)  # type: ignore[arg-type]
+
+
+@dataclass
+class Stack:
+    """One isolated deployment's configuration on the shared servers."""
+
+    settings: Settings
+    env: dict[str, str]  # the same settings, as environment for subprocesses
+    sessions: sessionmaker[Session]
+    store: S3ObjectStore
+
+    def new_tenant(self, name: str | None = None) -> CreatedKey:
+        with transaction(self.sessions) as session:
+            return create_key(session, tenant_name=name or f"tenant-{uuid.uuid4().hex[:8]}")
+
+
+TEST_SETTINGS_ENV = {
+    "UOCR_PAGE_GROUP_SIZE": "3",
+    "UOCR_PAGE_GROUP_OVERLAP": "1",
+    "UOCR_MAX_PAGES_PER_REQUEST": "20",
+    "UOCR_MAX_UPLOAD_BYTES": str(3 * 1024 * 1024),
+    "UOCR_QUEUE_MAX_SIZE": "64",
+    "UOCR_WORKER__LEASE_SECONDS": "6",
+    "UOCR_WORKER__MAX_GROUP_ATTEMPTS": "3",
+    "UOCR_WORKER__RENDER_DPI": "150",
+    "UOCR_WEBHOOKS__ALLOWED_PRIVATE_HOSTS": '["127.0.0.1"]',
+    "UOCR_WEBHOOKS__BACKOFF_BASE_SECONDS": "0.5",
+    "UOCR_WEBHOOKS__MAX_ATTEMPTS": "4",
+    "UOCR_WEBHOOKS__TIMEOUT_SECONDS": "3",
+}
+
+
+@pytest.fixture(scope="session")
+def stack(service_urls: ServiceUrls) -> Iterator[Stack]:
+    tag = uuid.uuid4().hex[:10]
+    admin = create_engine(service_urls.database_admin, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE uocr_{tag}"))
+    db_url = service_urls.database_admin.rsplit("/", 1)[0] + f"/uocr_{tag}"
+    redis_index = int(tag, 16) % 15 + 1
+    env = {
+        **TEST_SETTINGS_ENV,
+        "UOCR_DATABASE__URL": db_url,
+        "UOCR_REDIS__URL": f"{service_urls.redis}/{redis_index}",
+        "UOCR_S3__ENDPOINT_URL": service_urls.s3,
+        "UOCR_S3__BUCKET": f"uocr-{tag}",
+        "UOCR_LOG_LEVEL": "info",
+    }
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    settings = load_settings()
+    upgrade(db_url)
+    store = S3ObjectStore(settings.s3)
+    store.ensure_bucket()
+    engine = make_engine(settings.database)
+    yield Stack(settings, env, make_session_factory(engine), store)
+    engine.dispose()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS uocr_{tag} WITH (FORCE)"))
+    admin.dispose()

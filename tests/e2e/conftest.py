@@ -1,0 +1,80 @@
+"""The running service: API, an OCR worker, a control worker (webhooks, recovery), Flower."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ocr_api.core.celery_app import make_celery
+from ocr_api.core.tenants import CreatedKey
+from tests.conftest import Stack
+from tests.e2e.processes import (
+    Process,
+    WebhookReceiver,
+    api_server,
+    celery_worker,
+    flower,
+    free_port,
+    wait_http,
+    wait_until,
+)
+
+OCR_WORKER_NAME = "ocr@e2e"
+
+
+@dataclass
+class Service:
+    stack: Stack
+    logs: Path
+    api_url: str
+    flower_url: str
+    ocr_worker: Process
+    receiver: WebhookReceiver
+
+    def client(self, tenant: CreatedKey) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.api_url, timeout=30,
+            headers={"Authorization": f"Bearer {tenant.api_key}"},
+        )
+
+    def start_ocr_worker(self) -> None:
+        self.ocr_worker = celery_worker(
+            self.stack.env, self.logs, name=OCR_WORKER_NAME,
+            queues="ocr.interactive,ocr.backlog", beat=False,
+        ).start()
+        app = make_celery(self.stack.settings)
+        wait_until(lambda: app.control.ping(destination=[OCR_WORKER_NAME], timeout=0.5), 60,
+                   what="the OCR worker to answer a ping")
+
+
+@pytest.fixture(scope="session")
+def service(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    logs = tmp_path_factory.mktemp("service-logs")
+    api_port, flower_port = free_port(), free_port()
+    env = {**stack.env, "UOCR_PUBLIC_BASE_URL": f"http://127.0.0.1:{api_port}"}
+    receiver = WebhookReceiver()
+    server = receiver.start()
+    flower_process = flower(env, logs, flower_port).start()
+    control = celery_worker(
+        {**env, "UOCR_WORKER__PRELOAD_ENGINE": "false"}, logs, name="control@e2e",
+        queues="control", beat=True,
+    ).start()
+    api = api_server(env, logs, api_port).start()
+    stack.env = env
+    service = Service(stack, logs, f"http://127.0.0.1:{api_port}",
+                      f"http://127.0.0.1:{flower_port}", ocr_worker=None, receiver=receiver)  # type: ignore[arg-type]
+    try:
+        service.start_ocr_worker()
+        wait_http(f"{service.api_url}/healthz")
+        wait_http(f"{service.flower_url}/healthcheck")
+        yield service
+    finally:
+        for process in (service.ocr_worker, control, api, flower_process):
+            if process is not None:
+                process.stop()
+        server.shutdown()
+        print(f"service logs in {logs}")

@@ -1,0 +1,87 @@
+"""A scanned PDF through the whole service: API → S3 → Celery worker → results → webhook."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from ocr_api.webhooks.signing import SIGNATURE_HEADER, verify
+from tests.e2e.conftest import OCR_WORKER_NAME, Service
+from tests.e2e.helpers import submit, wait_for
+from tests.e2e.processes import wait_until
+from tests.factories import character_error_rate, sample_pages, scanned_pdf
+
+# Clean renders read at 0% CER (ENV_NOTES); scanner noise and JPEG add a few confusions such as
+# '1.' -> '1:'. 5% allows ~25 wrong characters on a 500-character page, while a dropped line
+# (~60 characters, >10%) or pages swapped (~90%) fail.
+MAX_CER = 0.05
+
+
+def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Service) -> None:
+    tenant = service.stack.new_tenant()
+    pages = sample_pages(5, seed=11)
+    with service.client(tenant) as client:
+        accepted = submit(
+            client, scanned_pdf(pages, seed=11), webhook_url=service.receiver.url("/hooks/a"),
+            priority="interactive", metadata=json.dumps({"box": "A-17"}),
+        )
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["id"]
+        assert accepted.json()["status_url"] == f"/v1/jobs/{job_id}"
+        job, progress_seen = wait_for(client, job_id)
+
+        assert job["status"] == "succeeded", job
+        assert (job["pages_total"], job["pages_done"], job["pages_failed"]) == (5, 5, 0)
+        # Groups of 3 with 1 page of overlap: pages 1-3, then 4-5. A poll sees 3 before 5.
+        assert job["groups_total"] == 2
+        assert 3 in progress_seen and progress_seen[-1] == 5, progress_seen
+        assert [p["page"] for p in job["pages"]] == [1, 2, 3, 4, 5]
+        assert all(p["status"] == "succeeded" and p["duration_ms"] > 0 for p in job["pages"])
+
+        result = client.get(f"/v1/jobs/{job_id}/result").raise_for_status().json()
+        assert [p["page"] for p in result["pages"]] == [1, 2, 3, 4, 5]
+        assert result["metadata"] == {"box": "A-17"}
+        for expected_lines, page in zip(pages, result["pages"], strict=True):
+            cer = character_error_rate("\n".join(expected_lines), page["text"])
+            assert cer < MAX_CER, (page["page"], cer, page["text"])
+            assert page["blocks"] and all(len(b["bbox"]) == 4 for b in page["blocks"])
+
+        markdown = client.get(f"/v1/jobs/{job_id}/result", params={"format": "markdown"}).text
+        assert markdown.index("<!-- page 1 -->") < markdown.index("<!-- page 5 -->")
+        assert "Page 4 of the archive" in markdown
+        text = client.get(f"/v1/jobs/{job_id}/result", params={"format": "text"}).text
+        assert text.count("\f") == 4
+
+        page_two = client.get(f"/v1/jobs/{job_id}/pages/2").raise_for_status().json()
+        assert page_two["page"] == 2 and "Page 2" in page_two["text"]
+
+        link = client.get(f"/v1/jobs/{job_id}/result/link").raise_for_status().json()
+        assert httpx.get(link["url"]).json()["job_id"] == job_id
+
+    hooks = wait_until(lambda: service.receiver.for_path("/hooks/a"), 30, what="the webhook")
+    hook = hooks[0]
+    assert verify(tenant.webhook_secret, hook.body, hook.headers[SIGNATURE_HEADER])
+    assert not verify("whsec_someone-else", hook.body, hook.headers[SIGNATURE_HEADER])
+    assert hook.event["type"] == "job.succeeded"
+    assert hook.event["data"]["job_id"] == job_id
+    assert hook.event["data"]["result_url"].endswith(f"/v1/jobs/{job_id}/result")
+
+    metrics = httpx.get(f"{service.api_url}/metrics").text
+    assert 'uocr_jobs{status="succeeded"}' in metrics
+    assert "uocr_page_latency_seconds_count" in metrics
+    assert 'uocr_queue_depth{queue="ocr.backlog"}' in metrics
+
+    # Flower, started before the job, saw the worker and this job's page-group tasks.
+    workers = httpx.get(f"{service.flower_url}/api/workers", params={"refresh": "true"}).json()
+    assert OCR_WORKER_NAME in workers
+    tasks = httpx.get(f"{service.flower_url}/api/tasks",
+                      params={"taskname": "ocr.page_group"}).json()
+    mine = [t for t in tasks.values() if job_id in (t.get("args") or "")]
+    assert len(mine) == 2 and {t["worker"] for t in mine} == {OCR_WORKER_NAME}
+
+
+def test_readyz_reports_every_dependency(service: Service) -> None:
+    ready = httpx.get(f"{service.api_url}/readyz").json()
+    assert ready == {"ready": True, "checks": {
+        "database": "ok", "broker": "ok", "object_store": "ok"}}
