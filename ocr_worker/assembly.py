@@ -35,7 +35,9 @@ def load_page_results(store: ObjectStore, job: Job) -> list[PageResult]:
     results = []
     for page in job.pages:
         try:
-            results.append(PageResult.model_validate_json(store.get(page.result_key or "")))
+            if page.result_key is None:
+                raise ObjectNotFound(page.page_no)
+            results.append(PageResult.model_validate_json(store.get(page.result_key)))
         except ObjectNotFound:
             results.append(
                 PageResult(page=page.page_no, status="failed", error=page.error or "not processed")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import structlog
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,6 +39,32 @@ def recover_stale_groups(sessions: sessionmaker[Session], dispatcher: Dispatcher
             recovered.append(f"{group.job_id}:{group.group_index}")
             log.warning("page_group.recovered", job_id=group.job_id, page_group=group.group_index)
     return recovered
+
+
+def resume_stalled_jobs(
+    sessions: sessionmaker[Session], dispatcher: Dispatcher, *, quiet_seconds: int
+) -> list[str]:
+    """Running jobs with nothing running or queued (a worker died between finishing a group and
+    queuing the next): re-send their last settled group, whose task then only advances the job.
+    Advancing is idempotent, so a re-send that races a healthy worker does no harm."""
+    resumed = []
+    cutoff = utcnow() - timedelta(seconds=quiet_seconds)
+    with transaction(sessions) as session:
+        for job in session.scalars(select(Job).where(Job.status == "running")):
+            groups = job.groups
+            active = [g for g in groups if g.status == "running" or
+                      (g.status == "pending" and g.enqueued_at is not None)]
+            settled = [g for g in groups if g.status in ("done", "failed")]
+            if active or not settled or (settled[-1].finished_at or cutoff) > cutoff:
+                continue
+            last = settled[-1]
+            dispatcher.enqueue_group(
+                job_id=job.id, group_index=last.group_index, priority=job.priority,
+                group_pages=last.last_position - last.first_position + 1,
+            )
+            resumed.append(f"{job.id}:{last.group_index}")
+            log.warning("job.resumed", job_id=job.id, page_group=last.group_index)
+    return resumed
 
 
 def _reset_pages(session: Session, group: PageGroup) -> None:

@@ -16,7 +16,7 @@ from ocr_api.core.contracts import TASK_DELIVER_WEBHOOK, TASK_PAGE_GROUP, TASK_R
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import get_settings
 from ocr_api.webhooks.sender import attempt_delivery
-from ocr_worker.recovery import recover_stale_groups
+from ocr_worker.recovery import recover_stale_groups, resume_stalled_jobs
 from ocr_worker.runtime import WorkerRuntime
 
 settings = get_settings()
@@ -66,7 +66,10 @@ def page_group(self: Task, job_id: str, group_index: int) -> str:
 @app.task(name=TASK_RECOVER)
 def recover() -> list[str]:
     runtime = _Process.get()
-    return recover_stale_groups(runtime.sessions, runtime.dispatcher)
+    quiet = settings.worker.lease_seconds
+    return recover_stale_groups(runtime.sessions, runtime.dispatcher) + resume_stalled_jobs(
+        runtime.sessions, runtime.dispatcher, quiet_seconds=quiet
+    )
 
 
 @app.task(name=TASK_DELIVER_WEBHOOK, bind=True)

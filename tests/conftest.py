@@ -68,13 +68,28 @@ TEST_SETTINGS_ENV = {
 }
 
 
+def create_database(admin_url: str, tag: str) -> str:
+    """A new, migrated database on the test server; returns its URL."""
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE uocr_{tag}"))
+    admin.dispose()
+    url = admin_url.rsplit("/", 1)[0] + f"/uocr_{tag}"
+    upgrade(url)
+    return url
+
+
+def drop_database(admin_url: str, tag: str) -> None:
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS uocr_{tag} WITH (FORCE)"))
+    admin.dispose()
+
+
 @pytest.fixture(scope="session")
 def stack(service_urls: ServiceUrls) -> Iterator[Stack]:
     tag = uuid.uuid4().hex[:10]
-    admin = create_engine(service_urls.database_admin, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE uocr_{tag}"))
-    db_url = service_urls.database_admin.rsplit("/", 1)[0] + f"/uocr_{tag}"
+    db_url = create_database(service_urls.database_admin, tag)
     redis_index = int(tag, 16) % 15 + 1
     env = {
         **TEST_SETTINGS_ENV,
@@ -87,7 +102,6 @@ def stack(service_urls: ServiceUrls) -> Iterator[Stack]:
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     settings = load_settings()
-    upgrade(db_url)
     store = S3ObjectStore(settings.s3)
     store.ensure_bucket()
     engine = make_engine(settings.database)
@@ -98,6 +112,4 @@ def stack(service_urls: ServiceUrls) -> Iterator[Stack]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS uocr_{tag} WITH (FORCE)"))
-    admin.dispose()
+    drop_database(service_urls.database_admin, tag)

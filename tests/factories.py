@@ -13,12 +13,7 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
-WORDS = (
-    "archive contract report ledger invoice section clause payment delivery notice party "
-    "schedule amount total balance account record volume chapter annex signature witness "
-    "inspection warranty period term renewal storage transfer review approval summary budget "
-    "quarter revenue expense audit board meeting minutes resolution member council district"
-).split()
+WORDS = ["archive", "contract", "report", "ledger", "invoice", "section", "clause", "payment", "delivery", "notice", "party", "schedule", "amount", "total", "balance", "account", "record", "volume", "chapter", "annex", "signature", "witness", "inspection", "warranty", "period", "term", "renewal", "storage", "transfer", "review", "approval", "summary", "budget", "quarter", "revenue", "expense", "audit", "board", "meeting", "minutes", "resolution", "member", "council", "district"]
 
 
 def page_lines(page_no: int, *, lines: int = 8, seed: int = 0) -> list[str]:

@@ -1,0 +1,47 @@
+"""Keys, tenants and retried submits, through the running API."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.e2e.conftest import Service
+from tests.e2e.helpers import submit
+from tests.factories import sample_pages, scanned_pdf
+
+
+def test_a_retried_submit_with_the_same_idempotency_key_returns_the_same_job(
+    service: Service,
+) -> None:
+    tenant, other = service.stack.new_tenant(), service.stack.new_tenant()
+    pdf = scanned_pdf(sample_pages(1, lines=2))
+    key = {"Idempotency-Key": "upload-2026-12-02-0001"}
+    with service.client(tenant) as client, service.client(other) as other_client:
+        first = submit(client, pdf, headers=key)
+        again = submit(client, pdf, headers=key)
+        theirs = submit(other_client, pdf, headers=key)
+    assert first.status_code == again.status_code == theirs.status_code == 202
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert theirs.json()["id"] != first.json()["id"]  # keys are scoped to their tenant
+
+
+def test_one_tenant_never_sees_another_tenants_job(service: Service) -> None:
+    owner, stranger = service.stack.new_tenant(), service.stack.new_tenant()
+    with service.client(owner) as client:
+        job_id = submit(client, scanned_pdf(sample_pages(1, lines=2))).json()["id"]
+        assert client.get(f"/v1/jobs/{job_id}").status_code == 200
+    with service.client(stranger) as client:
+        for response in (
+            client.get(f"/v1/jobs/{job_id}"),
+            client.get(f"/v1/jobs/{job_id}/result"),
+            client.get(f"/v1/jobs/{job_id}/pages/1"),
+            client.delete(f"/v1/jobs/{job_id}"),
+        ):
+            assert response.status_code == 404, response.text
+            assert job_id in response.json()["detail"]
+
+
+def test_requests_without_a_valid_key_are_refused(service: Service) -> None:
+    assert httpx.get(f"{service.api_url}/v1/jobs/x").status_code == 401
+    bad = httpx.get(f"{service.api_url}/v1/jobs/x", headers={"Authorization": "Bearer uocr_nope"})
+    assert bad.status_code == 401 and "invalid" in bad.json()["detail"]
