@@ -13,7 +13,52 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
-WORDS = ["archive", "contract", "report", "ledger", "invoice", "section", "clause", "payment", "delivery", "notice", "party", "schedule", "amount", "total", "balance", "account", "record", "volume", "chapter", "annex", "signature", "witness", "inspection", "warranty", "period", "term", "renewal", "storage", "transfer", "review", "approval", "summary", "budget", "quarter", "revenue", "expense", "audit", "board", "meeting", "minutes", "resolution", "member", "council", "district"]
+WORDS = [
+    "archive",
+    "contract",
+    "report",
+    "ledger",
+    "invoice",
+    "section",
+    "clause",
+    "payment",
+    "delivery",
+    "notice",
+    "party",
+    "schedule",
+    "amount",
+    "total",
+    "balance",
+    "account",
+    "record",
+    "volume",
+    "chapter",
+    "annex",
+    "signature",
+    "witness",
+    "inspection",
+    "warranty",
+    "period",
+    "term",
+    "renewal",
+    "storage",
+    "transfer",
+    "review",
+    "approval",
+    "summary",
+    "budget",
+    "quarter",
+    "revenue",
+    "expense",
+    "audit",
+    "board",
+    "meeting",
+    "minutes",
+    "resolution",
+    "member",
+    "council",
+    "district",
+]
 
 
 def page_lines(page_no: int, *, lines: int = 8, seed: int = 0) -> list[str]:
@@ -22,7 +67,9 @@ def page_lines(page_no: int, *, lines: int = 8, seed: int = 0) -> list[str]:
     body = []
     for line_no in range(lines):
         words = [rng.choice(WORDS) for _ in range(7)]
-        body.append(f"{line_no + 1}. " + " ".join(words).capitalize() + f" {rng.randint(10, 9999)}.")
+        body.append(
+            f"{line_no + 1}. " + " ".join(words).capitalize() + f" {rng.randint(10, 9999)}."
+        )
     return [f"Page {page_no} of the archive"] + body
 
 
@@ -30,7 +77,9 @@ def sample_pages(count: int, *, lines: int = 8, seed: int = 0) -> list[list[str]
     return [page_lines(n, lines=lines, seed=seed) for n in range(1, count + 1)]
 
 
-def scanned_pdf(pages: list[list[str]], *, seed: int = 0, dpi: int = 150, noise: float = 10.0) -> bytes:
+def scanned_pdf(
+    pages: list[list[str]], *, seed: int = 0, dpi: int = 150, noise: float = 10.0
+) -> bytes:
     """Render each page's lines, rasterise, add scanner noise, and wrap the images in a PDF."""
     rng = np.random.default_rng(seed)
     out = pymupdf.open()
@@ -70,8 +119,9 @@ def character_error_rate(expected: str, actual: str) -> float:
     for i, char_a in enumerate(a, 1):
         current = [i]
         for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1,
-                               previous[j - 1] + (char_a != char_b)))
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            )
         previous = current
     return previous[-1] / max(1, len(a))
 

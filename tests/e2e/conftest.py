@@ -37,18 +37,25 @@ class Service:
 
     def client(self, tenant: CreatedKey) -> httpx.Client:
         return httpx.Client(
-            base_url=self.api_url, timeout=30,
+            base_url=self.api_url,
+            timeout=30,
             headers={"Authorization": f"Bearer {tenant.api_key}"},
         )
 
     def start_ocr_worker(self) -> None:
         self.ocr_worker = celery_worker(
-            self.stack.env, self.logs, name=OCR_WORKER_NAME,
-            queues="ocr.interactive,ocr.backlog", beat=False,
+            self.stack.env,
+            self.logs,
+            name=OCR_WORKER_NAME,
+            queues="ocr.interactive,ocr.backlog",
+            beat=False,
         ).start()
         app = make_celery(self.stack.settings)
-        wait_until(lambda: app.control.ping(destination=[OCR_WORKER_NAME], timeout=0.5), 60,
-                   what="the OCR worker to answer a ping")
+        wait_until(
+            lambda: app.control.ping(destination=[OCR_WORKER_NAME], timeout=0.5),
+            60,
+            what="the OCR worker to answer a ping",
+        )
 
 
 @pytest.fixture(scope="session")
@@ -60,13 +67,22 @@ def service(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     server = receiver.start()
     flower_process = flower(env, logs, flower_port).start()
     control = celery_worker(
-        {**env, "UOCR_WORKER__PRELOAD_ENGINE": "false"}, logs, name="control@e2e",
-        queues="control", beat=True,
+        {**env, "UOCR_WORKER__PRELOAD_ENGINE": "false"},
+        logs,
+        name="control@e2e",
+        queues="control",
+        beat=True,
     ).start()
     api = api_server(env, logs, api_port).start()
     stack.env = env
-    service = Service(stack, logs, f"http://127.0.0.1:{api_port}",
-                      f"http://127.0.0.1:{flower_port}", ocr_worker=None, receiver=receiver)  # type: ignore[arg-type]
+    service = Service(
+        stack,
+        logs,
+        f"http://127.0.0.1:{api_port}",
+        f"http://127.0.0.1:{flower_port}",
+        ocr_worker=None,
+        receiver=receiver,
+    )  # type: ignore[arg-type]
     try:
         service.start_ocr_worker()
         wait_http(f"{service.api_url}/healthz")

@@ -10,13 +10,20 @@ import httpx
 TERMINAL = ("succeeded", "failed", "canceled")
 
 
-def submit(client: httpx.Client, data: bytes, *, name: str = "doc.pdf",
-           headers: dict[str, str] | None = None, **form: str) -> httpx.Response:
+def submit(
+    client: httpx.Client,
+    data: bytes,
+    *,
+    name: str = "doc.pdf",
+    headers: dict[str, str] | None = None,
+    **form: str,
+) -> httpx.Response:
     return client.post("/v1/jobs", files={"file": (name, data)}, data=form, headers=headers or {})
 
 
-def wait_for(client: httpx.Client, job_id: str, *, timeout: float = 180,
-             until: tuple[str, ...] = TERMINAL) -> tuple[dict[str, Any], list[int]]:
+def wait_for(
+    client: httpx.Client, job_id: str, *, timeout: float = 180, until: tuple[str, ...] = TERMINAL
+) -> tuple[dict[str, Any], list[int]]:
     """Poll until the job's status is in ``until``; also returns every pages_done value seen."""
     seen: list[int] = []
     deadline = time.monotonic() + timeout

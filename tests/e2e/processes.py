@@ -45,7 +45,10 @@ class Process:
     def start(self) -> Process:
         log = self.log_path.open("ab")
         self.popen = subprocess.Popen(
-            self.argv, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+            self.argv,
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         return self
@@ -73,23 +76,59 @@ class Process:
         return self.log_path.read_text(errors="replace")[-chars:]
 
 
-def celery_worker(env: dict[str, str], logs: Path, *, name: str, queues: str, beat: bool) -> Process:
-    argv = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "worker", "--pool", "prefork",
-            "-c", "1", "-Q", queues, "-n", name, "-E"]
+def celery_worker(
+    env: dict[str, str], logs: Path, *, name: str, queues: str, beat: bool
+) -> Process:
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "ocr_worker.tasks",
+        "worker",
+        "--pool",
+        "prefork",
+        "-c",
+        "1",
+        "-Q",
+        queues,
+        "-n",
+        name,
+        "-E",
+    ]
     if beat:
         argv += ["-B", "-s", str(logs / f"beat-{name}.db")]
     return Process(argv, env, logs / f"worker-{name.split('@')[0]}.log")
 
 
-def api_server(env: dict[str, str], logs: Path, port: int) -> Process:
-    argv = [sys.executable, "-m", "uvicorn", "--factory", "ocr_api.main:create_app",
-            "--host", "127.0.0.1", "--port", str(port)]
+def api_server(env: dict[str, str], logs: Path, port: int, workers: int = 1) -> Process:
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "ocr_api.main:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     return Process(argv, env, logs / "api.log")
 
 
 def flower(env: dict[str, str], logs: Path, port: int) -> Process:
-    argv = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "flower",
-            f"--port={port}", "--address=127.0.0.1"]
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "ocr_worker.tasks",
+        "flower",
+        f"--port={port}",
+        "--address=127.0.0.1",
+    ]
     return Process(argv, {**env, "FLOWER_UNAUTHENTICATED_API": "true"}, logs / "flower.log")
 
 

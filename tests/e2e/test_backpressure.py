@@ -19,12 +19,14 @@ def test_a_full_queue_answers_429_with_retry_after(stack: Stack, service_urls: S
     tag = uuid.uuid4().hex[:10]
     database = create_database(service_urls.database_admin, tag)
     # Its own database and bucket, and a Redis database no worker reads: its job stays queued.
-    settings = stack.settings.model_copy(update={
-        "queue_max_size": 1,
-        "database": stack.settings.database.model_copy(update={"url": database}),
-        "redis": stack.settings.redis.model_copy(update={"url": f"{service_urls.redis}/0"}),
-        "s3": stack.settings.s3.model_copy(update={"bucket": f"uocr-{tag}"}),
-    })
+    settings = stack.settings.model_copy(
+        update={
+            "queue_max_size": 1,
+            "database": stack.settings.database.model_copy(update={"url": database}),
+            "redis": stack.settings.redis.model_copy(update={"url": f"{service_urls.redis}/0"}),
+            "s3": stack.settings.s3.model_copy(update={"bucket": f"uocr-{tag}"}),
+        }
+    )
     sessions = make_session_factory(make_engine(settings.database))
     store = S3ObjectStore(settings.s3)
     store.ensure_bucket()

@@ -46,8 +46,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("case", "data", "form", "status", "message"), CASES,
-                         ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("case", "data", "form", "status", "message"), CASES, ids=[case[0] for case in CASES]
+)
 def test_bad_upload_is_refused_and_nothing_is_kept(
     service: Service, case: str, data: bytes, form: dict[str, str], status: int, message: str
 ) -> None:
@@ -62,8 +63,9 @@ def test_bad_upload_is_refused_and_nothing_is_kept(
     listed = service.stack.store.client.list_objects_v2(Bucket=service.stack.store.bucket)
     stray = [o["Key"] for o in listed.get("Contents", []) if tenant.tenant_id in o["Key"]]
     assert stray == []
-    all_inputs = {o["Key"].split("/")[1] for o in listed.get("Contents", [])
-                  if o["Key"].startswith("jobs/")}
+    all_inputs = {
+        o["Key"].split("/")[1] for o in listed.get("Contents", []) if o["Key"].startswith("jobs/")
+    }
     with service.stack.sessions() as session:
         known = set(session.scalars(select(Job.id)))
     assert all_inputs <= known  # every stored object belongs to a recorded job

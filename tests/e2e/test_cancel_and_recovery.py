@@ -30,8 +30,12 @@ def test_cancel_stops_a_running_job_after_its_group_and_a_queued_one_never_start
         assert client.delete(f"/v1/jobs/{queued['id']}").status_code == 202
         assert _status(client, queued["id"])["status"] == "canceled"
 
-        wait_until(lambda: _status(client, running["id"])["status"] == "running", 60,
-                   interval=0.05, what="the first job to start")
+        wait_until(
+            lambda: _status(client, running["id"])["status"] == "running",
+            60,
+            interval=0.05,
+            what="the first job to start",
+        )
         canceled = client.delete(f"/v1/jobs/{running['id']}").json()
         assert canceled["cancel_requested"] is True
         job, _ = wait_for(client, running["id"])
@@ -42,7 +46,7 @@ def test_cancel_stops_a_running_job_after_its_group_and_a_queued_one_never_start
         assert done == list(range(1, job["pages_done"] + 1))
         assert "Page 1" in client.get(f"/v1/jobs/{running['id']}/pages/1").json()["text"]
         partial = client.get(f"/v1/jobs/{running['id']}/result").json()
-        assert [p["status"] for p in partial["pages"]][job["pages_done"]:] == (
+        assert [p["status"] for p in partial["pages"]][job["pages_done"] :] == (
             ["canceled"] * (6 - job["pages_done"])
         )
 
@@ -83,7 +87,9 @@ def test_a_worker_killed_mid_document_leaves_a_job_that_completes_every_page_onc
         groups = session.scalars(
             select(PageGroup).where(PageGroup.job_id == job_id).order_by(PageGroup.group_index)
         ).all()
-        attempts = {p.page_no: p.attempts for p in session.scalars(
-            select(Page).where(Page.job_id == job_id))}
+        attempts = {
+            p.page_no: p.attempts
+            for p in session.scalars(select(Page).where(Page.job_id == job_id))
+        }
     assert [g.attempts for g in groups] == [1, 2, 1]  # only the interrupted group ran again
     assert attempts == {1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 1, 7: 1}

@@ -23,8 +23,11 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
     pages = sample_pages(5, seed=11)
     with service.client(tenant) as client:
         accepted = submit(
-            client, scanned_pdf(pages, seed=11), webhook_url=service.receiver.url("/hooks/a"),
-            priority="interactive", metadata=json.dumps({"box": "A-17"}),
+            client,
+            scanned_pdf(pages, seed=11),
+            webhook_url=service.receiver.url("/hooks/a"),
+            priority="interactive",
+            metadata=json.dumps({"box": "A-17"}),
         )
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["id"]
@@ -75,13 +78,16 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
     # Flower, started before the job, saw the worker and this job's page-group tasks.
     workers = httpx.get(f"{service.flower_url}/api/workers", params={"refresh": "true"}).json()
     assert OCR_WORKER_NAME in workers
-    tasks = httpx.get(f"{service.flower_url}/api/tasks",
-                      params={"taskname": "ocr.page_group"}).json()
+    tasks = httpx.get(
+        f"{service.flower_url}/api/tasks", params={"taskname": "ocr.page_group"}
+    ).json()
     mine = [t for t in tasks.values() if job_id in (t.get("args") or "")]
     assert len(mine) == 2 and {t["worker"] for t in mine} == {OCR_WORKER_NAME}
 
 
 def test_readyz_reports_every_dependency(service: Service) -> None:
     ready = httpx.get(f"{service.api_url}/readyz").json()
-    assert ready == {"ready": True, "checks": {
-        "database": "ok", "broker": "ok", "object_store": "ok"}}
+    assert ready == {
+        "ready": True,
+        "checks": {"database": "ok", "broker": "ok", "object_store": "ok"},
+    }

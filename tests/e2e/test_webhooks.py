@@ -18,8 +18,9 @@ from tests.factories import sample_pages, scanned_pdf
 def _run_job(service: Service, webhook_url: str) -> str:
     tenant = service.stack.new_tenant()
     with service.client(tenant) as client:
-        job_id = submit(client, scanned_pdf(sample_pages(1, lines=1)),
-                        webhook_url=webhook_url).json()["id"]
+        job_id = submit(
+            client, scanned_pdf(sample_pages(1, lines=1)), webhook_url=webhook_url
+        ).json()["id"]
         job, _ = wait_for(client, job_id)
     assert job["status"] == "succeeded"
     return job_id
@@ -28,7 +29,8 @@ def _run_job(service: Service, webhook_url: str) -> str:
 def _delivery(service: Service, job_id: str) -> WebhookDelivery:
     with service.stack.sessions() as session:
         delivery = session.scalars(
-            select(WebhookDelivery).where(WebhookDelivery.job_id == job_id)).one()
+            select(WebhookDelivery).where(WebhookDelivery.job_id == job_id)
+        ).one()
         delivery.attempt_log  # noqa: B018 - load before the session closes
         return delivery
 
@@ -36,8 +38,14 @@ def _delivery(service: Service, job_id: str) -> WebhookDelivery:
 def test_server_errors_are_retried_until_delivered(service: Service) -> None:
     service.receiver.responses["/hooks/flaky"] = [500, 503, 200]
     job_id = _run_job(service, service.receiver.url("/hooks/flaky"))
-    hooks = wait_until(lambda: len(service.receiver.for_path("/hooks/flaky")) >= 3 and
-                       service.receiver.for_path("/hooks/flaky"), 30, what="three attempts")
+    hooks = wait_until(
+        lambda: (
+            len(service.receiver.for_path("/hooks/flaky")) >= 3
+            and service.receiver.for_path("/hooks/flaky")
+        ),
+        30,
+        what="three attempts",
+    )
     assert [h.headers[ATTEMPT_HEADER] for h in hooks] == ["1", "2", "3"]
     assert len({h.headers[EVENT_ID_HEADER] for h in hooks}) == 1
     wait_until(lambda: _delivery(service, job_id).status == "delivered", 10, what="delivered")

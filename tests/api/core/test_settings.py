@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ocr_api.core.settings import SettingsError, load_settings
+
+
+def test_defaults_are_the_deployment_guides_values() -> None:
+    settings = load_settings()
+    assert (settings.service_port, settings.max_concurrency, settings.max_pages_per_request) == (
+        8100,
+        16,
+        300,
+    )
+    assert (settings.request_timeout_seconds, settings.visual_cache_workspace_gb) == (300, 4)
+    assert (settings.queue_max_size, settings.log_level) == (64, "info")
+
+
+def test_a_bad_value_stops_start_up_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UOCR_MAX_CONCURRENCY", "lots")
+    with pytest.raises(SettingsError, match="max_concurrency.*UOCR_MAX_CONCURRENCY"):
+        load_settings()
+
+
+def test_a_bad_nested_value_names_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UOCR_WORKER__LEASE_SECONDS", "1")
+    with pytest.raises(
+        SettingsError, match=r"worker\.lease_seconds \(UOCR_WORKER__LEASE_SECONDS\)"
+    ):
+        load_settings()
+
+
+def test_overlap_must_be_smaller_than_the_group() -> None:
+    with pytest.raises(SettingsError, match="page_group_overlap"):
+        load_settings(page_group_size=2, page_group_overlap=2)
+
+
+def test_the_gpu_engine_needs_a_model_path() -> None:
+    with pytest.raises(SettingsError, match="model_path is required"):
+        load_settings(engine="unlimited_ocr")
+
+
+def test_a_config_file_is_read_and_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "uocr.toml"
+    config.write_text('service_port = 9000\nqueue_max_size = 5\n[s3]\nbucket = "scans"\n')
+    monkeypatch.setenv("UOCR_CONFIG_FILE", str(config))
+    monkeypatch.setenv("UOCR_QUEUE_MAX_SIZE", "7")
+    settings = load_settings()
+    assert (settings.service_port, settings.queue_max_size, settings.s3.bucket) == (
+        9000,
+        7,
+        "scans",
+    )
+
+
+def test_production_refuses_the_placeholder_secret() -> None:
+    with pytest.raises(SettingsError, match="placeholder"):
+        load_settings(environment="production")

@@ -1,0 +1,189 @@
+"""The page-group pipeline's bookkeeping on SQLite and a folder store (milliseconds per test).
+
+The engine here is a scripted stand-in so each test controls exactly what decoding returns;
+the real engines run in tests/worker/test_rapidocr.py and the end-to-end tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+from sqlalchemy import select
+
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.db import make_engine, make_session_factory, transaction
+from ocr_api.core.migrate import upgrade
+from ocr_api.core.models import Job, Page, PageGroup
+from ocr_api.core.settings import load_settings
+from ocr_api.core.storage import LocalObjectStore
+from ocr_api.core.tenants import create_key
+from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
+from ocr_worker.assembly import load_page_results
+from ocr_worker.embedded import InlineDispatcher
+from ocr_worker.engines.base import OcrEngine, PageGroupInput
+from ocr_worker.pipeline import PageGroupPipeline
+from ocr_worker.recovery import recover_stale_groups
+
+
+class ScriptedEngine(OcrEngine):
+    name = "scripted"
+    uses_context_pages = True
+
+    def __init__(self, crash_groups: int = 0, failing_pages: tuple[int, ...] = ()) -> None:
+        self.crash_groups = crash_groups  # raise on this many calls first
+        self.failing_pages = failing_pages
+        self.calls: list[tuple[list[int], list[int]]] = []  # (context pages, output pages)
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        self.calls.append(([p.page_no for p in group.context], [p.page_no for p in group.pages]))
+        if self.crash_groups:
+            self.crash_groups -= 1
+            raise RuntimeError("device lost")
+        return [
+            PageResult(page=p.page_no, status="failed", error="unreadable")
+            if p.page_no in self.failing_pages
+            else PageResult(page=p.page_no, status="succeeded", text=f"text of page {p.page_no}")
+            for p in group.pages
+        ]
+
+
+def _pdf(pages: int) -> bytes:
+    doc = pymupdf.open()
+    for n in range(pages):
+        doc.new_page(width=200, height=200).insert_text((20, 40), f"page {n + 1}")
+    return doc.tobytes()
+
+
+@pytest.fixture
+def harness(tmp_path: Path):  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    upgrade(url)
+    settings = load_settings(
+        page_group_size=3,
+        page_group_overlap=1,
+        database={"url": url},
+        worker={"lease_seconds": 5, "max_group_attempts": 2, "render_dpi": 50},
+    )
+    sessions = make_session_factory(make_engine(settings.database))
+    with transaction(sessions) as session:
+        tenant_id = create_key(session, tenant_name="t").tenant_id
+
+    class Harness:
+        store = LocalObjectStore(tmp_path / "objects")
+        dispatcher = InlineDispatcher()
+
+        def submit(self, pages: int) -> str:
+            return submit_job(
+                sessions=sessions,
+                store=self.store,
+                dispatcher=self.dispatcher,
+                settings=settings,
+                tenant_id=tenant_id,
+                files=[UploadedFile("d.pdf", _pdf(pages))],
+                options=JobOptions(),
+            ).job.id
+
+        def pipeline(self, engine: OcrEngine) -> PageGroupPipeline:
+            return PageGroupPipeline(
+                sessions=sessions,
+                store=self.store,
+                engine=engine,
+                dispatcher=self.dispatcher,
+                settings=settings,
+                worker_id="test",
+            )
+
+        def drain(self, engine: OcrEngine) -> None:
+            pipeline = self.pipeline(engine)
+            while self.dispatcher.groups:
+                pipeline.run(*self.dispatcher.groups.popleft())
+
+        def job(self, job_id: str) -> Job:
+            with sessions() as session:
+                job = session.get(Job, job_id)
+                assert job is not None
+                job.pages, job.groups  # noqa: B018 - load while the session is open
+                return job
+
+    Harness.sessions = sessions  # type: ignore[attr-defined]
+    return Harness()
+
+
+def test_groups_run_in_order_with_the_boundary_page_as_context(harness) -> None:  # type: ignore[no-untyped-def]
+    engine = ScriptedEngine()
+    job_id = harness.submit(7)
+    harness.drain(engine)
+    assert engine.calls == [([], [1, 2, 3]), ([3], [4, 5]), ([5], [6, 7])]
+    job = harness.job(job_id)
+    assert (job.status, job.pages_done, job.pages_failed) == ("succeeded", 7, 0)
+    texts = [r.text for r in load_page_results(harness.store, job)]
+    assert texts == [f"text of page {n}" for n in range(1, 8)]
+
+
+def test_a_redelivered_group_does_nothing_twice(harness) -> None:  # type: ignore[no-untyped-def]
+    engine = ScriptedEngine()
+    job_id = harness.submit(4)
+    pipeline = harness.pipeline(engine)
+    first = harness.dispatcher.groups.popleft()
+    assert pipeline.run(*first) == "ran"
+    assert pipeline.run(*first) == "done"  # the same message again
+    assert len(harness.dispatcher.groups) == 1  # the next group was queued once, not twice
+    harness.drain(engine)
+    assert [c[1] for c in engine.calls] == [[1, 2, 3], [4]]
+    assert harness.job(job_id).pages_done == 4
+
+
+def test_a_failed_page_is_recorded_and_the_document_completes(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(3)
+    harness.drain(ScriptedEngine(failing_pages=(2,)))
+    job = harness.job(job_id)
+    assert (job.status, job.pages_failed) == ("succeeded", 1)
+    page = next(p for p in job.pages if p.page_no == 2)
+    assert (page.status, page.error) == ("failed", "unreadable")
+    results = load_page_results(harness.store, job)
+    assert [r.status for r in results] == ["succeeded", "failed", "succeeded"]
+
+
+def test_a_group_that_keeps_crashing_is_given_up_and_the_rest_goes_on(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(5)
+    pipeline = harness.pipeline(ScriptedEngine(crash_groups=5))
+    for _ in range(2):  # two attempts, each crashing; recovery re-queues after the lease
+        group = harness.dispatcher.groups.popleft()
+        with pytest.raises(RuntimeError, match="device lost"):
+            pipeline.run(*group)
+        _expire_leases(harness)
+        assert recover_stale_groups(harness.sessions, harness.dispatcher) == [f"{job_id}:0"]
+    harness.drain(ScriptedEngine())  # the third delivery finds the cap reached
+    job = harness.job(job_id)
+    assert job.status == "succeeded" and job.pages_failed == 3
+    assert all("gave up after 2 attempts" in (p.error or "") for p in job.pages[:3])
+    assert [p.status for p in job.pages[3:]] == ["succeeded", "succeeded"]
+
+
+def test_a_group_interrupted_mid_way_resumes_only_its_unfinished_pages(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(3)
+    kept = PageResult(page=1, status="succeeded", text="kept")
+    harness.store.put("jobs/x/p1.json", kept.model_dump_json().encode())
+    with transaction(harness.sessions) as session:  # page 1 finished before the crash
+        page = session.scalars(select(Page).where(Page.job_id == job_id, Page.page_no == 1)).one()
+        page.status, page.result_key = "succeeded", "jobs/x/p1.json"
+    engine = ScriptedEngine()
+    harness.drain(engine)
+    assert engine.calls == [([], [2, 3])]
+    assert [r.text for r in load_page_results(harness.store, harness.job(job_id))] == [
+        "kept",
+        "text of page 2",
+        "text of page 3",
+    ]
+
+
+def _expire_leases(harness) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from ocr_api.core.db import utcnow
+
+    with transaction(harness.sessions) as session:
+        for group in session.scalars(select(PageGroup).where(PageGroup.status == "running")):
+            group.lease_expires_at = utcnow() - timedelta(seconds=1)
