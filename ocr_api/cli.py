@@ -164,5 +164,34 @@ def storage_init() -> None:
     click.echo("bucket ready")
 
 
+@main.group()
+def model() -> None:
+    """Model weights."""
+
+
+@model.command("manifest")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def model_manifest(path: Path) -> None:
+    """Record the sha256 of every weight, config and tokenizer file in PATH."""
+    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError, write_manifest
+
+    try:
+        click.echo(f"wrote {write_manifest(path)}")
+    except ManifestError as error:
+        raise click.ClickException(str(error)) from None
+
+
+@model.command("verify")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def model_verify(path: Path) -> None:
+    """Check PATH against its manifest; refuses a partial or corrupt download."""
+    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError, verify_manifest
+
+    try:
+        click.echo(f"{verify_manifest(path)} files verified")
+    except ManifestError as error:
+        raise click.ClickException(str(error)) from None
+
+
 if __name__ == "__main__":
     main()

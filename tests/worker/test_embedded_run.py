@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -12,11 +13,12 @@ from PIL import Image, ImageDraw, ImageFont
 from tests.factories import character_error_rate, sample_pages
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
+UOCR = str(Path(sys.executable).with_name("uocr"))  # the console script of this environment
 
 
 def test_uocr_run_writes_ordered_results_for_the_shipped_sample(tmp_path: Path) -> None:
     done = subprocess.run(
-        ["uocr", "run", str(SAMPLE), "--out", str(tmp_path)],
+        [UOCR, "run", str(SAMPLE), "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -47,7 +49,7 @@ def test_uocr_run_reads_page_images_and_a_page_range(tmp_path: Path) -> None:
     tiff.write_bytes(buffer.getvalue())
     out = tmp_path / "out"
     done = subprocess.run(
-        ["uocr", "run", str(tiff), "--out", str(out), "--pages", "2-3"],
+        [UOCR, "run", str(tiff), "--out", str(out), "--pages", "2-3"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -62,7 +64,7 @@ def test_uocr_run_explains_a_bad_file(tmp_path: Path) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("not a document")
     done = subprocess.run(
-        ["uocr", "run", str(bad), "--out", str(tmp_path / "o")],
+        [UOCR, "run", str(bad), "--out", str(tmp_path / "o")],
         capture_output=True,
         text=True,
         timeout=60,
