@@ -52,14 +52,19 @@ def resume_stalled_jobs(
     with transaction(sessions) as session:
         for job in session.scalars(select(Job).where(Job.status == "running")):
             groups = job.groups
-            active = [g for g in groups if g.status == "running" or
-                      (g.status == "pending" and g.enqueued_at is not None)]
+            active = [
+                g
+                for g in groups
+                if g.status == "running" or (g.status == "pending" and g.enqueued_at is not None)
+            ]
             settled = [g for g in groups if g.status in ("done", "failed")]
             if active or not settled or (settled[-1].finished_at or cutoff) > cutoff:
                 continue
             last = settled[-1]
             dispatcher.enqueue_group(
-                job_id=job.id, group_index=last.group_index, priority=job.priority,
+                job_id=job.id,
+                group_index=last.group_index,
+                priority=job.priority,
                 group_pages=last.last_position - last.first_position + 1,
             )
             resumed.append(f"{job.id}:{last.group_index}")

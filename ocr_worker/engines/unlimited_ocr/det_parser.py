@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from ocr_api.core.contracts import Block
 
-DET = re.compile(r"<\|det\|>\s*([\w-]+)\s*\[\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*\]\s*<\|/det\|>")
+DET = re.compile(
+    r"<\|det\|>\s*([\w-]+)\s*\[\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*\]\s*<\|/det\|>"
+)
 SPECIAL = re.compile(r"<\|/?(?:ref|det|grounding)\|>")
 
 
@@ -27,14 +29,21 @@ def parse_page(raw: str, *, width: int, height: int) -> ParsedPage:
     matches = list(DET.finditer(raw))
     lead = raw[: matches[0].start()] if matches else raw
     if lead.strip():
-        blocks.append(Block(label="text", bbox=(0, 0, float(width), float(height)), text=_clean(lead)))
+        blocks.append(
+            Block(label="text", bbox=(0, 0, float(width), float(height)), text=_clean(lead))
+        )
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(raw)
         label = match.group(1)
         x1, y1, x2, y2 = (float(v) for v in match.groups()[1:])
         bbox = (x1 / 999 * width, y1 / 999 * height, x2 / 999 * width, y2 / 999 * height)
-        blocks.append(Block(label=label, bbox=tuple(round(v, 1) for v in bbox),  # type: ignore[arg-type]
-                            text=_clean(raw[match.end() : end])))
+        blocks.append(
+            Block(
+                label=label,
+                bbox=tuple(round(v, 1) for v in bbox),  # type: ignore[arg-type]
+                text=_clean(raw[match.end() : end]),
+            )
+        )
     markdown = "\n\n".join(md for md in (_markdown(b) for b in blocks) if md)
     text = "\n".join(b.text for b in blocks if b.text and b.label != "image")
     return ParsedPage(blocks, markdown, text)

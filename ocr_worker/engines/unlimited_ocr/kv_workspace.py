@@ -35,8 +35,12 @@ class VisualKVWorkspace:
         self.peak_used = 0
 
     @classmethod
-    def from_bytes(cls, *, workspace_bytes: int, bytes_per_token: int, block_size: int) -> VisualKVWorkspace:
-        return cls(num_blocks=workspace_bytes // (bytes_per_token * block_size), block_size=block_size)
+    def from_bytes(
+        cls, *, workspace_bytes: int, bytes_per_token: int, block_size: int
+    ) -> VisualKVWorkspace:
+        return cls(
+            num_blocks=workspace_bytes // (bytes_per_token * block_size), block_size=block_size
+        )
 
     @property
     def num_free(self) -> int:
@@ -56,7 +60,8 @@ class VisualKVWorkspace:
         needed = self.blocks_for(num_tokens)
         if needed > self.num_blocks:
             raise WorkspaceError(
-                f"{num_tokens} tokens need {needed} blocks; the whole workspace has {self.num_blocks}"
+                f"{num_tokens} tokens need {needed} blocks; "
+                f"the whole workspace has {self.num_blocks}"
             )
         if needed > len(self._free):
             return None

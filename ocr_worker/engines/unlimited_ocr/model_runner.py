@@ -1,0 +1,197 @@
+"""Our decoding loop over the native Unlimited-OCR decoder, owning its KV memory.
+
+The KV of every sequence lives in one pool per GPU (``k_pool``/``v_pool``, rows handed out in
+blocks by the VisualKVWorkspace). A sequence's rows are its prefix segments (BOS, pages, prompt)
+plus a ring of ``window`` slots for generated tokens: keys are stored after RoPE at their true
+positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGINE_NOTES.md).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
+from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
+from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
+
+
+class ModelRunner:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        num_blocks: int,
+        block_size: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        selector: BlockSelector | None = None,
+    ) -> None:
+        text = model.model.language_model  # type: ignore[union-attr]
+        config = text.config
+        self.embed, self.layers, self.norm = text.embed_tokens, text.layers, text.norm
+        self.lm_head = model.lm_head  # type: ignore[union-attr]
+        self.num_heads, self.head_dim = config.num_attention_heads, config.head_dim
+        self.inv_freq = text.rotary_emb.inv_freq.to(device=device, dtype=torch.float32)
+        self.block_size, self.device, self.dtype = block_size, device, dtype
+        self.selector = selector
+        shape = (len(self.layers), num_blocks * block_size, self.num_heads, self.head_dim)
+        self.k_pool = torch.zeros(shape, device=device, dtype=dtype)  # (L, rows, H, D)
+        self.v_pool = torch.zeros(shape, device=device, dtype=dtype)
+        self.prefill_rows_computed = 0  # prefill work, counted for tests and benchmarks
+
+    # -- rows and rotary --------------------------------------------------------------------
+
+    def rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> torch.Tensor:
+        count = blocks.num_tokens if count is None else count
+        ids = torch.tensor(blocks.block_ids, device=self.device, dtype=torch.long)
+        offsets = torch.arange(self.block_size, device=self.device)
+        return (ids[:, None] * self.block_size + offsets).reshape(-1)[:count]
+
+    def rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        freqs = positions.to(torch.float32)[:, None] * self.inv_freq  # (N, D/2)
+        emb = torch.cat((freqs, freqs), dim=-1)  # (N, D)
+        return emb.cos().to(self.dtype), emb.sin().to(self.dtype)
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x: (N, H, D); cos/sin: (N, D). The rotate-half RoPE of the model."""
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        return x * cos[:, None, :] + rotated * sin[:, None, :]
+
+    def move_segment(self, segment: Segment, first_position: int) -> None:
+        """Re-place a reused segment at new positions: RoPE-rotate by the shift, no recompute."""
+        shift = first_position - segment.first_position
+        if shift:
+            rows = self.rows(segment.blocks)
+            cos, sin = self.rotary(torch.full((rows.numel(),), shift, device=self.device))
+            for layer in range(len(self.layers)):
+                self.k_pool[layer, rows] = self.rotate(self.k_pool[layer, rows], cos, sin)
+            segment.first_position = first_position
+
+    def prefix_rows(self, sequence: Sequence) -> torch.Tensor:
+        return torch.cat([self.rows(s.blocks) for s in sequence.segments])
+
+    # -- prefill ----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def prefill(self, sequence: Sequence, new: list[Segment], embeds: torch.Tensor) -> torch.Tensor:
+        """Compute the KV of the ``new`` segments (embeds: (T, hidden)) attending to the
+        sequence's other, already filled segments; returns the logits of the last row (V,)."""
+        past = [s for s in sequence.segments if all(s is not n for n in new)]
+        past_rows = torch.cat([self.rows(s.blocks) for s in past]) if past else None
+        new_rows = torch.cat([self.rows(s.blocks) for s in new])
+        positions = torch.cat(
+            [
+                torch.arange(s.first_position, s.first_position + s.num_tokens, device=self.device)
+                for s in new
+            ]
+        )
+        cos, sin = self.rotary(positions)
+        t = embeds.shape[0]
+        p = 0 if past_rows is None else past_rows.numel()
+        mask = None
+        if p:  # new rows see every past row, and each other causally: (T, P + T)
+            mask = torch.ones(t, p + t, dtype=torch.bool, device=self.device)
+            mask[:, p:] = torch.ones(t, t, dtype=torch.bool, device=self.device).tril()
+        x = embeds.to(self.dtype)[None]  # (1, T, hidden)
+        for index, layer in enumerate(self.layers):
+            q, k, v = self._qkv(layer, x[0], cos, sin)  # (T, H, D) each
+            self.k_pool[index, new_rows], self.v_pool[index, new_rows] = k, v
+            if p:
+                k = torch.cat([self.k_pool[index, past_rows], k])
+                v = torch.cat([self.v_pool[index, past_rows], v])
+            out = F.scaled_dot_product_attention(
+                q.transpose(0, 1)[None],
+                k.transpose(0, 1)[None],
+                v.transpose(0, 1)[None],
+                attn_mask=mask,
+                is_causal=mask is None,
+            )  # (1, H, T, D)
+            x = self._finish_layer(layer, x, out.transpose(1, 2).reshape(1, t, -1))
+        self.prefill_rows_computed += t
+        return self._logits(x[0, -1:])[0]
+
+    # -- decode -----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def decode(self, sequences: list[Sequence]) -> torch.Tensor:
+        """Feed each sequence's last sampled token; returns next-token logits (B, V)."""
+        tokens = torch.tensor([s.generated[-1] for s in sequences], device=self.device)
+        positions = torch.tensor([s.next_position for s in sequences], device=self.device)
+        write_rows = torch.stack(
+            [self.rows(s.ring, s.window)[s.ring_slot(len(s.generated) - 1)] for s in sequences]
+        )
+        rows, valid = self._attention_rows(sequences)  # (B, R) each
+        cos, sin = self.rotary(positions)
+        x = self.embed(tokens).to(self.dtype)[:, None]  # (B, 1, hidden)
+        for index, layer in enumerate(self.layers):
+            q, k, v = self._qkv(layer, x[:, 0], cos, sin)  # (B, H, D)
+            self.k_pool[index, write_rows], self.v_pool[index, write_rows] = k, v
+            keys, values, visible = self._read(index, q, rows, valid, sequences)
+            out = F.scaled_dot_product_attention(
+                q[:, :, None], keys, values, attn_mask=visible[:, None, None]
+            )  # (B, H, 1, D)
+            x = self._finish_layer(layer, x, out.reshape(len(sequences), 1, -1))
+        for sequence in sequences:
+            sequence.next_position += 1
+        return self._logits(x[:, 0])
+
+    def _attention_rows(self, sequences: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per sequence: its prefix rows then its ring rows, padded; and which are valid."""
+        per_sequence = []
+        for s in sequences:
+            ring = self.rows(s.ring, s.window)
+            ring_valid = (
+                torch.arange(s.window, device=self.device) < s.valid_ring_slots_after_feed()
+            )
+            prefix = self.prefix_rows(s)
+            per_sequence.append(
+                (
+                    torch.cat([prefix, ring]),
+                    torch.cat([torch.ones_like(prefix, dtype=torch.bool), ring_valid]),
+                )
+            )
+        width = max(r.numel() for r, _ in per_sequence)
+        rows = torch.zeros(len(sequences), width, dtype=torch.long, device=self.device)
+        valid = torch.zeros(len(sequences), width, dtype=torch.bool, device=self.device)
+        for b, (r, m) in enumerate(per_sequence):
+            rows[b, : r.numel()], valid[b, : m.numel()] = r, m
+        return rows, valid
+
+    def _read(
+        self,
+        layer: int,
+        q: torch.Tensor,
+        rows: torch.Tensor,
+        valid: torch.Tensor,
+        sequences: list[Sequence],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Gather the rows each query reads: every valid row (R-SWA), or the SR-SWA budget."""
+        if self.selector is not None:
+            rows, valid = self.selector.select(self, layer, q, rows, valid, sequences)
+        keys = self.k_pool[layer][rows].transpose(1, 2)  # (B, H, R, D)
+        values = self.v_pool[layer][rows].transpose(1, 2)
+        return keys, values, valid
+
+    # -- layer pieces (the native modules' weights) ----------------------------------------
+
+    def _qkv(self, layer: nn.Module, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):  # type: ignore[no-untyped-def]
+        attn = layer.self_attn
+        h = layer.input_layernorm(h)
+        shape = (h.shape[0], self.num_heads, self.head_dim)
+        q = attn.q_proj(h).view(shape)
+        k = attn.k_proj(h).view(shape)
+        v = attn.v_proj(h).view(shape)
+        return self.rotate(q, cos, sin), self.rotate(k, cos, sin), v
+
+    def _finish_layer(
+        self, layer: nn.Module, x: torch.Tensor, attn_out: torch.Tensor
+    ) -> torch.Tensor:
+        x = x + layer.self_attn.o_proj(attn_out)
+        return x + layer.mlp(layer.post_attention_layernorm(x))
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.norm(x)).float()

@@ -1,0 +1,168 @@
+"""Continuous batching: up to ``max_concurrency`` sequences share each decode step.
+
+A request joins when the workspace has blocks for its new segments and its ring; otherwise it
+waits (a full pool makes a sequence wait, never fail). After each step, finished sequences give
+their blocks back, except the segments their document keeps for its next page group.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace, WorkspaceBlocks
+from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
+
+
+@dataclass
+class NewSegment:
+    kind: str
+    embeds: torch.Tensor  # (T, hidden)
+    page_no: int | None = None
+
+
+@dataclass
+class DecodeRequest:
+    seq_id: str
+    reused: list[Segment]  # already in the pool (BOS, boundary pages): moved, not recomputed
+    new: list[NewSegment]
+    guard: PageGuard
+    max_new_tokens: int
+    keep_pages: tuple[int, ...] = ()  # page numbers whose KV the next group reuses
+    ignore_eos: bool = False  # benchmarks force output lengths
+
+
+@dataclass
+class Finished:
+    sequence: Sequence
+    kept: list[Segment]
+
+
+@dataclass
+class Scheduler:
+    runner: ModelRunner
+    workspace: VisualKVWorkspace
+    max_concurrency: int
+    window: int
+    waiting: deque[DecodeRequest] = field(default_factory=deque)
+    running: list[tuple[Sequence, DecodeRequest]] = field(default_factory=list)
+
+    def submit(self, request: DecodeRequest) -> None:
+        self.waiting.append(request)
+
+    def step(self) -> list[Finished]:
+        """Admit what fits, run one decode step for every running sequence, retire the done."""
+        self._admit()
+        active = [(s, r) for s, r in self.running if not s.finished]
+        if active:
+            logits = self.runner.decode([s for s, _ in active])
+            for (sequence, request), row in zip(active, logits, strict=True):
+                self._sample(sequence, request, row)
+        return self._retire()
+
+    def run(self) -> list[Finished]:
+        done: list[Finished] = []
+        while self.waiting or self.running:
+            finished = self.step()
+            if not finished and not self.running and self.waiting:
+                raise RuntimeError("a request can never fit in the workspace")
+            done += finished
+        return done
+
+    def run_one(self, request: DecodeRequest) -> list[Finished]:
+        self.submit(request)
+        return self.run()
+
+    def _admit(self) -> None:
+        while self.waiting and len(self.running) < self.max_concurrency:
+            sequence = self._allocate(self.waiting[0])
+            if sequence is None:
+                return  # no room: wait for blocks
+            request = self.waiting.popleft()
+            new = sequence.segments[len(request.reused) :]
+            embeds = torch.cat([n.embeds for n in request.new])
+            logits = self.runner.prefill(sequence, new, embeds)
+            self.running.append((sequence, request))
+            self._sample(sequence, request, logits)
+
+    def _allocate(self, request: DecodeRequest) -> Sequence | None:
+        sizes = [n.embeds.shape[0] for n in request.new] + [self.window]
+        needed = sum(self.workspace.blocks_for(size) for size in sizes)
+        if needed > self.workspace.num_free:
+            return None
+        owner = request.seq_id
+        held = [self.workspace.allocate(owner, size) for size in sizes]
+        blocks = [b for b in held if b is not None]
+        position = 0
+        segments = []
+        for segment in request.reused:
+            self.runner.move_segment(segment, position)
+            segments.append(segment)
+            position += segment.num_tokens
+        for spec, block in zip(request.new, blocks[:-1], strict=True):
+            segments.append(Segment(spec.kind, block, position, spec.page_no))
+            position += block.num_tokens
+        return Sequence(
+            owner,
+            segments,
+            blocks[-1],
+            self.window,
+            request.guard,
+            request.max_new_tokens,
+            next_position=position,
+        )
+
+    def _sample(self, sequence: Sequence, request: DecodeRequest, logits: torch.Tensor) -> None:
+        guard = sequence.guard
+        forced = None if request.ignore_eos else guard.forced_token()
+        wanted = int(logits.argmax())
+        if forced is not None:
+            token = forced
+        else:
+            banned = guard.banned() | ({guard.eos_id} if request.ignore_eos else set())
+            if banned:
+                logits = logits.clone()
+                logits[list(banned)] = float("-inf")
+            token = int(logits.argmax())
+        guard.observe(token, wanted=wanted)
+        sequence.generated.append(token)
+
+    def _retire(self) -> list[Finished]:
+        finished, still = [], []
+        for sequence, request in self.running:
+            if not sequence.finished:
+                still.append((sequence, request))
+                continue
+            keep = request.keep_pages  # a next group reuses these pages, and the BOS with them
+            kept = [
+                s
+                for s in sequence.segments
+                if keep and (s.kind == "bos" or (s.kind == "page" and s.page_no in keep))
+            ]
+            for segment in sequence.segments:
+                if all(segment is not k for k in kept):
+                    self.workspace.free(segment.blocks)
+            self.workspace.free(sequence.ring)
+            finished.append(Finished(sequence, kept))
+        self.running = still
+        return finished
+
+
+def free_segments(workspace: VisualKVWorkspace, segments: list[Segment]) -> None:
+    """Give back what a document kept once it has no next group."""
+    for segment in segments:
+        workspace.free(segment.blocks)
+
+
+__all__ = [
+    "DecodeRequest",
+    "Finished",
+    "NewSegment",
+    "Scheduler",
+    "WorkspaceBlocks",
+    "free_segments",
+]

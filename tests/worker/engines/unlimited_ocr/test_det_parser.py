@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
+
+RAW = (
+    "<|det|>title [100, 50, 899, 90]<|/det|>Annual Report\n"
+    "<|det|>text [100, 120, 899, 300]<|/det|>Revenue grew in every quarter.\n"
+    "<|det|>table [100, 320, 899, 600]<|/det|><table><tr><td>Q1</td><td>10</td></tr></table>\n"
+    "<|det|>image [100, 620, 500, 900]<|/det|>\n"
+)
+
+
+def test_det_blocks_become_structured_blocks_in_page_pixels() -> None:
+    page = parse_page(RAW, width=1998, height=999)
+    assert [b.label for b in page.blocks] == ["title", "text", "table", "image"]
+    assert page.blocks[0].bbox == (200.0, 50.0, 1798.0, 90.0)
+    assert page.blocks[2].text.startswith("<table><tr><td>Q1")
+    assert page.markdown.split("\n\n") == [
+        "## Annual Report",
+        "Revenue grew in every quarter.",
+        "<table><tr><td>Q1</td><td>10</td></tr></table>",
+    ]
+    assert "Q1" in page.text and page.text.startswith("Annual Report")
+
+
+def test_text_without_tags_is_kept() -> None:
+    page = parse_page("plain words <|ref|>x<|/ref|>", width=10, height=10)
+    assert [(b.label, b.text) for b in page.blocks] == [("text", "plain words x")]

@@ -1,0 +1,182 @@
+"""Our decoding loop against a full-recompute reference on tiny weights, token for token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from ocr_worker.engines.unlimited_ocr.checkpoint import load_model, read_config
+from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
+from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.scheduler import (
+    DecodeRequest,
+    NewSegment,
+    Scheduler,
+    free_segments,
+)
+from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from tests.worker.engines.unlimited_ocr import reference
+from tests.worker.engines.unlimited_ocr.tiny_model import WINDOW, write_tiny_checkpoint
+
+BLOCK = 4
+PAGE_TOKENS = 7  # a 128x128 page gives 7 image tokens in the tiny config
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    path = write_tiny_checkpoint(tmp_path_factory.mktemp("tiny"))
+    return load_model(path, device=torch.device("cpu"), dtype=torch.float32)
+
+
+def _page(seed: int) -> torch.Tensor:
+    return torch.randn(PAGE_TOKENS, 64, generator=torch.Generator().manual_seed(seed))
+
+
+def _tokens(model, ids: list[int]) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    return model.model.language_model.embed_tokens(torch.tensor(ids)).detach()
+
+
+def _request(
+    model,
+    name: str,
+    pages: list[int],
+    prompt: list[int],
+    steps: int,
+    *,  # type: ignore[no-untyped-def]
+    reused=(),
+    keep=(),
+    with_bos: bool = True,
+) -> DecodeRequest:
+    new = [NewSegment("bos", _tokens(model, [0]))] if with_bos else []
+    new += [NewSegment("page", _page(p), page_no=p) for p in pages]
+    new.append(NewSegment("prompt", _tokens(model, prompt)))
+    guard = PageGuard(num_pages=1, eos_id=1, page_marker=(), page_budget=10**6, ngram_size=0)
+    return DecodeRequest(
+        name, list(reused), new, guard, steps, keep_pages=tuple(keep), ignore_eos=True
+    )
+
+
+def _scheduler(model, blocks: int = 256, concurrency: int = 16, selector=None):  # type: ignore[no-untyped-def]
+    workspace = VisualKVWorkspace(num_blocks=blocks, block_size=BLOCK)
+    runner = ModelRunner(
+        model,
+        num_blocks=blocks,
+        block_size=BLOCK,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+        selector=selector,
+    )
+    return Scheduler(runner, workspace, concurrency, WINDOW)
+
+
+def _reference(model, pages: list[int], prompt: list[int], steps: int) -> list[int]:  # type: ignore[no-untyped-def]
+    prefix = torch.cat([_tokens(model, [0]), *[_page(p) for p in pages], _tokens(model, prompt)])
+    return reference.greedy(model, prefix, steps, WINDOW, banned=(1,))
+
+
+def _outputs(finished) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
+    return {f.sequence.seq_id: f.sequence.generated for f in finished}
+
+
+def test_the_loader_reads_an_official_checkpoint(tmp_path: Path) -> None:
+    path = write_tiny_checkpoint(tmp_path)
+    assert '"unlimited-ocr"' in (path / "config.json").read_text()
+    assert read_config(path).text_config.sliding_window == WINDOW
+    model = load_model(path, device=torch.device("cpu"), dtype=torch.float32)
+    experts = model.model.language_model.layers[1].mlp.experts
+    assert tuple(experts.gate_up_proj.shape) == (8, 64, 64)  # fused from per-expert tensors
+
+
+def test_one_sequence_matches_the_reference_across_window_wrap(model) -> None:  # type: ignore[no-untyped-def]
+    steps = 3 * WINDOW + 2  # the ring wraps three times
+    ours = _run(model, [_request(model, "a", [1], [5, 6, 7], steps)])
+    assert ours["a"] == _reference(model, [1], [5, 6, 7], steps)
+
+
+def test_a_ragged_batch_matches_each_sequence_alone(model) -> None:  # type: ignore[no-untyped-def]
+    specs = {"a": ([1], [5], 20), "b": ([2, 3], [5, 6, 7, 8], 14), "c": ([4, 5, 6], [9], 25)}
+    ours = _run(model, [_request(model, k, *v) for k, v in specs.items()])
+    for name, (pages, prompt, steps) in specs.items():
+        assert ours[name] == _reference(model, pages, prompt, steps), name
+
+
+def test_a_full_pool_makes_a_sequence_wait_not_fail(model) -> None:  # type: ignore[no-untyped-def]
+    # One sequence needs bos 1 + page 2 + prompt 1 + ring 2 = 6 blocks; the pool has 8.
+    scheduler = _scheduler(model, blocks=8)
+    for name in ("a", "b"):
+        scheduler.submit(_request(model, name, [1], [5], 10))
+    scheduler.step()
+    assert len(scheduler.running) == 1 and len(scheduler.waiting) == 1  # "b" waits
+    ours = _outputs(scheduler.run())
+    assert ours["a"] == ours["b"] == _reference(model, [1], [5], 10)
+    assert scheduler.workspace.peak_used == 6 and scheduler.workspace.num_used == 0
+
+
+def test_continuous_batching_admits_a_request_when_another_finishes(model) -> None:  # type: ignore[no-untyped-def]
+    scheduler = _scheduler(model, concurrency=2)
+    for name, steps in (("short", 3), ("long", 12), ("late", 6)):
+        scheduler.submit(_request(model, name, [1], [5], steps))
+    scheduler.step()
+    assert [s.seq_id for s, _ in scheduler.running] == ["short", "long"]
+    scheduler.step()
+    scheduler.step()  # "short" has its 3 tokens: retired, "late" joins on the next step
+    scheduler.step()
+    assert [s.seq_id for s, _ in scheduler.running] == ["long", "late"]
+    ours = _outputs(scheduler.run())
+    assert ours["late"] == _reference(model, [1], [5], 6)
+
+
+def test_a_page_group_reuses_the_boundary_page_instead_of_recomputing_it(model) -> None:  # type: ignore[no-untyped-def]
+    scheduler = _scheduler(model)
+    prompt = [5, 6]
+    (first,) = scheduler.run_one(_request(model, "g0", [1, 2], prompt, 10, keep=(2,)))
+    kept = first.kept  # BOS and page 2 stay in the pool, everything else went back
+    assert [(s.kind, s.page_no) for s in kept] == [("bos", None), ("page", 2)]
+    assert scheduler.workspace.num_used == 1 + 2  # bos block + page-2 blocks
+    computed = scheduler.runner.prefill_rows_computed
+    (second,) = scheduler.run_one(
+        _request(model, "g1", [3], prompt, 12, reused=kept, with_bos=False)
+    )
+    assert scheduler.runner.prefill_rows_computed - computed == PAGE_TOKENS + len(prompt)
+    free_segments(scheduler.workspace, second.kept)
+    assert scheduler.workspace.num_used == 0
+
+    # The reference: page 2's K/V as computed in group 0, placed at positions 1..7 in group 1.
+    group0 = torch.cat([_tokens(model, [0]), _page(1), _page(2), _tokens(model, prompt)])
+    with torch.no_grad():
+        _, raw_keys, values = reference.forward(
+            model, group0, torch.arange(group0.shape[0]), group0.shape[0], WINDOW
+        )
+    keep_rows = torch.cat([torch.tensor([0]), torch.arange(1 + PAGE_TOKENS, 1 + 2 * PAGE_TOKENS)])
+    past = reference.Past(
+        [k[keep_rows] for k in raw_keys],
+        [v[keep_rows] for v in values],
+        torch.arange(0, 1 + PAGE_TOKENS),
+    )
+    prefix = torch.cat([_page(3), _tokens(model, prompt)])
+    expected = reference.greedy(
+        model, prefix, 12, WINDOW, banned=(1,), past=past, first_position=1 + PAGE_TOKENS
+    )
+    assert second.sequence.generated == expected
+
+
+def test_sr_swa_with_a_full_budget_is_r_swa_and_a_small_one_reads_within_it(model) -> None:  # type: ignore[no-untyped-def]
+    specs = [("a", [1, 2, 3], [5], 16)]
+    full = BlockSelector(SrSwaSettings(max_blocks=10_000), block_size=BLOCK)
+    assert _run(model, [_request(model, *s) for s in specs], selector=full)["a"] == (
+        _reference(model, [1, 2, 3], [5], 16)
+    )
+    small = BlockSelector(SrSwaSettings(max_blocks=1, page_gate=False), block_size=BLOCK)
+    out = _run(model, [_request(model, *s) for s in specs], selector=small)
+    assert len(out["a"]) == 16
+    assert 0 < small.rows_read_max <= 1 * BLOCK + WINDOW
+
+
+def _run(model, requests, selector=None) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
+    scheduler = _scheduler(model, selector=selector)
+    for request in requests:
+        scheduler.submit(request)
+    return _outputs(scheduler.run())
