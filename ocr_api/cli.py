@@ -88,14 +88,20 @@ def worker(gpus: str, queues: str | None, concurrency: int, beat: bool) -> None:
     """Start Celery workers: one per GPU card, or one CPU worker."""
     from ocr_worker import launcher
 
-    _settings()
+    settings = _settings()
     try:
         cards = launcher.parse_gpus(gpus, launcher.detect_gpu_count())
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     chosen = tuple(queues.split(",")) if queues else launcher.OCR_QUEUES
     extra = ("-B",) if beat else ()
-    specs = launcher.worker_specs(cards, concurrency=concurrency, queues=chosen, extra_args=extra)
+    specs = launcher.worker_specs(
+        cards,
+        concurrency=concurrency,
+        queues=chosen,
+        extra_args=extra,
+        gpu_concurrency=settings.max_concurrency,
+    )
     sys.exit(launcher.run_workers(specs))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -25,6 +26,7 @@ class PageRasterizer:
         self.max_side = max_side
         self._files: OrderedDict[str, bytes] = OrderedDict()
         self._cached_files = cached_files
+        self._lock = threading.Lock()
 
     def render(self, source_key: str, index: int) -> np.ndarray:
         """(H, W, 3) uint8 RGB pixels of page ``index`` of the stored file ``source_key``."""
@@ -39,13 +41,15 @@ class PageRasterizer:
             raise PageRenderError(f"page cannot be rendered: {error}") from error
 
     def _fetch(self, key: str) -> bytes:
-        if key in self._files:
-            self._files.move_to_end(key)
-            return self._files[key]
+        with self._lock:  # GPU workers render from several task threads
+            if key in self._files:
+                self._files.move_to_end(key)
+                return self._files[key]
         data = self.store.get(key)
-        self._files[key] = data
-        while len(self._files) > self._cached_files:
-            self._files.popitem(last=False)
+        with self._lock:
+            self._files[key] = data
+            while len(self._files) > self._cached_files:
+                self._files.popitem(last=False)
         return data
 
     def _render_pdf(self, data: bytes, index: int) -> np.ndarray:

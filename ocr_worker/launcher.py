@@ -58,6 +58,7 @@ def worker_specs(
     cards: list[int],
     *,
     concurrency: int,
+    gpu_concurrency: int = 16,
     queues: tuple[str, ...] = OCR_QUEUES,
     host: str | None = None,
     extra_args: tuple[str, ...] = (),
@@ -83,9 +84,12 @@ def worker_specs(
     specs = []
     for card in cards:
         name = f"gpu{card}@{host}"
-        # One process per card: the model is loaded once, in the single pool child.
-        env = {"CUDA_VISIBLE_DEVICES": str(card)}
-        specs.append(WorkerSpec(name, env, [*base, "-n", name, "--concurrency", "1"]))
+        # One process per card, the model loaded once in it; its threads feed one decode loop,
+        # so up to max_concurrency page groups share each step.
+        env = {"CUDA_VISIBLE_DEVICES": str(card), "UOCR_WORKER__POOL": "threads"}
+        argv = [*base, "-n", name, "--concurrency", str(gpu_concurrency)]
+        argv[argv.index("prefork")] = "threads"
+        specs.append(WorkerSpec(name, env, argv))
     return specs
 
 

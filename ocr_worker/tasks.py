@@ -5,6 +5,7 @@ Import this module (``celery -A ocr_worker.tasks``) to get the app with its task
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import structlog
@@ -28,12 +29,14 @@ class _Process:
     """Per-process runtime: Celery forks children; CUDA and DB pools must not cross a fork."""
 
     runtime: WorkerRuntime | None = None
+    lock = threading.Lock()  # a threads pool may ask for it from several threads at once
 
     @classmethod
     def get(cls) -> WorkerRuntime:
-        if cls.runtime is None:
-            cls.runtime = WorkerRuntime.build(settings, app)
-        return cls.runtime
+        with cls.lock:
+            if cls.runtime is None:
+                cls.runtime = WorkerRuntime.build(settings, app)
+            return cls.runtime
 
 
 @signals.setup_logging.connect
@@ -43,9 +46,21 @@ def _setup_logging(**_: Any) -> None:
 
 @signals.worker_process_init.connect
 def _load_in_child(**_: Any) -> None:
+    if settings.worker.pool == "prefork":
+        _preload()
+
+
+@signals.worker_ready.connect
+def _load_in_threads_worker(**_: Any) -> None:
+    if settings.worker.pool == "threads":  # no fork: the worker's own process runs the tasks
+        _preload()
+
+
+def _preload() -> None:
     runtime = _Process.get()
     if settings.worker.preload_engine:
-        runtime.pipeline  # noqa: B018 - load the engine now, not on the first task
+        with _Process.lock:
+            runtime.pipeline  # noqa: B018 - load the engine now, not on the first task
         log.info("worker.ready", engine=settings.engine)
 
 

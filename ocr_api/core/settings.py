@@ -58,6 +58,18 @@ class WebhookSettings(_Section):
     allowed_private_hosts: tuple[str, ...] = ()
 
 
+class UnlimitedOcrSettings(_Section):
+    """The GPU engine's decoding knobs; a v2 checkpoint's config.json ``sr_swa`` overrides."""
+
+    block_size: int = Field(32, ge=1)
+    max_tokens_per_page: int = Field(4096, ge=1)
+    ngram_size: int = Field(35, ge=0)
+    sr_swa: bool = True
+    sr_swa_max_blocks: int = Field(12, ge=1)  # 12 x 32 + the 128-token window = 512 rows
+    sr_swa_page_gate: bool = True
+    dtype: Literal["auto", "bfloat16", "float32"] = "auto"
+
+
 class WorkerSettings(_Section):
     """Celery task limits. A page group's time limit grows with its page count."""
 
@@ -70,6 +82,9 @@ class WorkerSettings(_Section):
     rapidocr_threads: int = Field(2, ge=1)
     # Off for workers that only serve the control queue (webhooks, recovery): no model to load.
     preload_engine: bool = True
+    # GPU workers run threads so up to max_concurrency page groups share each decode step; the
+    # lease (not Celery's time limits, which threads ignore) then bounds a stuck group.
+    pool: Literal["prefork", "threads"] = "prefork"
 
 
 class Settings(BaseSettings):
@@ -99,6 +114,7 @@ class Settings(BaseSettings):
     s3: S3Settings = S3Settings()
     webhooks: WebhookSettings = WebhookSettings()
     worker: WorkerSettings = WorkerSettings()
+    unlimited_ocr: UnlimitedOcrSettings = UnlimitedOcrSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

@@ -23,14 +23,15 @@ def test_all_cards_get_one_pinned_worker_each() -> None:
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["0", "1"]
     for spec in specs:
         argv = " ".join(spec.argv)
-        assert f"-n {spec.node_name}" in argv and "--concurrency 1" in argv
+        assert f"-n {spec.node_name}" in argv and "--concurrency 16" in argv
+        assert "--pool threads" in argv and spec.env["UOCR_WORKER__POOL"] == "threads"
         assert "-Q ocr.interactive,ocr.backlog" in argv
 
 
 def test_chosen_cards_and_no_gpu() -> None:
     assert [s.env for s in worker_specs(parse_gpus("1,3", 4), concurrency=1, host="h")] == [
-        {"CUDA_VISIBLE_DEVICES": "1"},
-        {"CUDA_VISIBLE_DEVICES": "3"},
+        {"CUDA_VISIBLE_DEVICES": "1", "UOCR_WORKER__POOL": "threads"},
+        {"CUDA_VISIBLE_DEVICES": "3", "UOCR_WORKER__POOL": "threads"},
     ]
     (cpu,) = worker_specs(parse_gpus("none", 4), concurrency=2, host="h")
     assert cpu.node_name == "cpu@h" and "--concurrency 2" in " ".join(cpu.argv)

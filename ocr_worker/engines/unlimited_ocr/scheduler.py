@@ -131,6 +131,15 @@ class Scheduler:
         guard.observe(token, wanted=wanted)
         sequence.generated.append(token)
 
+    def abort_all(self) -> None:
+        """Drop every request after a failed step; reused segments stay with their document."""
+        for sequence, request in self.running:
+            for segment in sequence.segments[len(request.reused) :]:
+                self.workspace.free(segment.blocks)
+            self.workspace.free(sequence.ring)
+        self.running.clear()
+        self.waiting.clear()
+
     def _retire(self) -> list[Finished]:
         finished, still = [], []
         for sequence, request in self.running:

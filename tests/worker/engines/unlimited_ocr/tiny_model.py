@@ -48,6 +48,30 @@ WINDOW = 8  # the ring wraps after 8 generated tokens
 IMAGE_TOKEN = 1000
 
 
+WORDS = ["Multi", "page", "parsing", ".", "document", "<|det|>", "<|/det|>", "text", "[", "]", ","]
+
+
+def write_tiny_tokenizer(path: Path) -> None:
+    """A word-level tokenizer over the tiny vocabulary, with the real special-token ids."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    specials = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", "[UNK]"]
+    vocab = {token: i for i, token in enumerate(specials)}
+    vocab["<PAGE>"] = len(vocab)
+    for word in WORDS:
+        vocab[word] = len(vocab)
+    while len(vocab) < TINY_TEXT["vocab_size"]:
+        vocab[f"w{len(vocab)}"] = len(vocab)
+    vocab[next(k for k, v in vocab.items() if v == IMAGE_TOKEN)] = -1
+    vocab = {k: v for k, v in vocab.items() if v >= 0} | {"<image>": IMAGE_TOKEN}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in specials])
+    tokenizer.add_tokens([AddedToken("<PAGE>", special=False)])
+    tokenizer.save(str(path / "tokenizer.json"))
+
+
 def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
     from transformers.models.unlimited_ocr import (
         UnlimitedOcrConfig,
@@ -76,4 +100,5 @@ def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
         "image_token_id": IMAGE_TOKEN,
     }
     (path / "config.json").write_text(json.dumps(official, indent=1))
+    write_tiny_tokenizer(path)
     return path

@@ -1,0 +1,76 @@
+"""One thread per GPU drives the scheduler; page-group tasks hand it requests and wait.
+
+Celery runs GPU workers with a thread pool, so up to ``max_concurrency`` page groups (of any
+documents) are in flight at once and share each decode step. Only this thread touches the
+scheduler, the workspace and the KV pool.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+import structlog
+
+from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, Finished, Scheduler
+
+log = structlog.get_logger(__name__)
+
+
+class DecodeLoop:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self._inbox: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
+        self._pending: dict[str, Future[Finished]] = {}
+        self._thread = threading.Thread(target=self._run, name="decode-loop", daemon=True)
+        self._thread.start()
+
+    def decode(self, request: DecodeRequest) -> Finished:
+        future: Future[Finished] = Future()
+
+        def enqueue() -> None:
+            self._pending[request.seq_id] = future
+            self.scheduler.submit(request)
+
+        self._inbox.put((enqueue, Future()))
+        return future.result()
+
+    def call(self, action: Callable[[], Any]) -> Any:
+        """Run ``action`` on the loop thread (e.g. freeing a document's kept blocks)."""
+        done: Future[Any] = Future()
+        self._inbox.put((action, done))
+        return done.result()
+
+    def _run(self) -> None:
+        while True:
+            idle = not (self.scheduler.running or self.scheduler.waiting)
+            self._drain(block=idle)
+            try:
+                finished = self.scheduler.step()
+            except Exception as error:  # fail every waiter rather than hang them
+                log.exception("decode_loop.failed")
+                self._fail_all(error)
+                continue
+            for item in finished:
+                self._pending.pop(item.sequence.seq_id).set_result(item)
+
+    def _drain(self, *, block: bool) -> None:
+        while True:
+            try:
+                action, done = self._inbox.get(block=block)
+            except queue.Empty:
+                return
+            block = False
+            try:
+                done.set_result(action())
+            except Exception as error:
+                done.set_exception(error)
+
+    def _fail_all(self, error: Exception) -> None:
+        for seq_id, future in list(self._pending.items()):
+            future.set_exception(error)
+            self._pending.pop(seq_id)
+        self.scheduler.abort_all()

@@ -1,0 +1,270 @@
+"""UnlimitedOcrEngine: the OcrEngine the GPU workers run.
+
+A page group becomes one decoding sequence: ``[BOS] + visual tokens of its pages + prompt``.
+The boundary pages' KV stays in the workspace for the document's next group and is reused,
+not recomputed (unless that group lands on another worker, which then recomputes it).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+import torch
+
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.settings import Settings, UnlimitedOcrSettings
+from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
+from ocr_worker.engines.unlimited_ocr.checkpoint import load_model
+from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
+from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
+from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
+from ocr_worker.engines.unlimited_ocr.manifest import MANIFEST_NAME, verify_manifest
+from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
+from ocr_worker.engines.unlimited_ocr.scheduler import (
+    DecodeRequest,
+    NewSegment,
+    Scheduler,
+    free_segments,
+)
+from ocr_worker.engines.unlimited_ocr.sequence import Segment
+from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+
+log = structlog.get_logger(__name__)
+PAGE_MARKER = "<PAGE>"
+
+
+@dataclass
+class KeptPages:
+    page_nos: tuple[int, ...]
+    segments: list[Segment]
+
+
+class UnlimitedOcrEngine(OcrEngine):
+    name = "unlimited_ocr"
+    uses_context_pages = True
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        settings: Settings,
+        device: torch.device,  # type: ignore[no-untyped-def]
+        dtype: torch.dtype,
+    ) -> None:
+        self.model, self.tokenizer, self.device = model, tokenizer, device
+        self.options: UnlimitedOcrSettings = settings.unlimited_ocr
+        self.overlap = settings.page_group_overlap
+        text = model.config.text_config
+        self.window, self.eos_id, self.bos_id = (
+            text.sliding_window,
+            text.eos_token_id,
+            text.bos_token_id,
+        )
+        self.image_size = model.config.vision_config.sam_config.image_size
+        bytes_per_token = (
+            text.num_hidden_layers
+            * 2
+            * text.num_key_value_heads
+            * text.head_dim
+            * (torch.finfo(dtype).bits // 8)
+        )
+        workspace = VisualKVWorkspace.from_bytes(
+            workspace_bytes=int(settings.visual_cache_workspace_gb * 2**30),
+            bytes_per_token=bytes_per_token,
+            block_size=self.options.block_size,
+        )
+        selector = _selector(self.options, model, workspace.block_size)
+        runner = ModelRunner(
+            model,
+            num_blocks=workspace.num_blocks,
+            block_size=workspace.block_size,
+            device=device,
+            dtype=dtype,
+            selector=selector,
+        )
+        log.info(
+            "engine.workspace_initialised",
+            blocks=workspace.num_blocks,
+            block_size=workspace.block_size,
+            gb=settings.visual_cache_workspace_gb,
+        )
+        self.loop = DecodeLoop(Scheduler(runner, workspace, settings.max_concurrency, self.window))
+        self.marker_ids = tuple(tokenizer.encode(PAGE_MARKER, add_special_tokens=False).ids)
+        self._kept: dict[str, KeptPages] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> UnlimitedOcrEngine:
+        from tokenizers import Tokenizer
+
+        path = Path(str(settings.model_path))
+        if (path / MANIFEST_NAME).is_file() or settings.environment == "production":
+            verify_manifest(path)  # refuses a partial or corrupt download, naming the file
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = _dtype(settings.unlimited_ocr.dtype, device)
+        started = time.perf_counter()
+        model = load_model(path, device=device, dtype=dtype)
+        log.info(
+            "engine.weights_loaded",
+            path=str(path),
+            device=str(device),
+            dtype=str(dtype),
+            seconds=round(time.perf_counter() - started, 1),
+        )
+        engine = cls(
+            model, Tokenizer.from_file(str(path / "tokenizer.json")), settings, device, dtype
+        )
+        log.info("engine.ready", max_concurrency=settings.max_concurrency)
+        return engine
+
+    # -- the OcrEngine interface -------------------------------------------------------------
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        started = time.perf_counter()
+        request = self._request(group)
+        finished = self.loop.decode(request)
+        self._keep(group, finished.kept)
+        results = self._results(group, finished.sequence.generated, finished.sequence.guard)
+        elapsed = int((time.perf_counter() - started) * 1000 / max(1, len(results)))
+        for result in results:
+            result.duration_ms = elapsed
+        return results
+
+    def end_document(self, job_id: str) -> None:
+        kept = self._kept.pop(job_id, None)
+        if kept is not None:
+            self.loop.call(lambda: free_segments(self.loop.scheduler.workspace, kept.segments))
+
+    # -- building the sequence -----------------------------------------------------------------
+
+    def _request(self, group: PageGroupInput) -> DecodeRequest:
+        kept = self._kept.pop(group.job_id, None)
+        context_nos = tuple(p.page_no for p in group.context)
+        reused: list[Segment] = []
+        new: list[NewSegment] = []
+        if kept is not None and kept.page_nos == context_nos:
+            reused = kept.segments  # BOS + the boundary pages, already in the pool
+        else:
+            if kept is not None:
+                self.loop.call(lambda: free_segments(self.loop.scheduler.workspace, kept.segments))
+            new.append(NewSegment("bos", self._embed([self.bos_id])))
+            new += self._page_segments(group.context)
+        new += self._page_segments(group.pages)
+        pages = len(group.context) + len(group.pages)
+        prompt = "document parsing." if pages == 1 else "Multi page parsing."
+        prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False).ids
+        new.append(NewSegment("prompt", self._embed(prompt_ids)))
+        guard = PageGuard(
+            num_pages=pages,
+            eos_id=self.eos_id,
+            page_marker=self.marker_ids,
+            page_budget=self.options.max_tokens_per_page,
+            ngram_size=self.options.ngram_size,
+            window=128 if pages == 1 else 1024,
+        )
+        guard.seed(prompt_ids)
+        keep = () if group.is_last else tuple(p.page_no for p in group.pages[-self.overlap :])
+        if not self.overlap:
+            keep = ()
+        return DecodeRequest(
+            f"{group.job_id}:{group.group_index}",
+            reused,
+            new,
+            guard,
+            max_new_tokens=(self.options.max_tokens_per_page + 8) * pages,
+            keep_pages=keep,
+        )
+
+    @torch.no_grad()
+    def _page_segments(self, pages: list[PageImage]) -> list[NewSegment]:
+        if not pages:
+            return []
+        pixels = torch.stack([page_tensor(p.pixels, self.image_size) for p in pages])
+        pixels = pixels.to(self.device, self.model.dtype)
+        features = self.model.model.get_image_features(pixel_values=pixels).pooler_output
+        return [
+            NewSegment("page", f, page_no=p.page_no) for p, f in zip(pages, features, strict=True)
+        ]
+
+    def _embed(self, ids: list[int]) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model.model.language_model.embed_tokens(
+                torch.tensor(ids, device=self.device)
+            )
+
+    def _keep(self, group: PageGroupInput, kept: list[Segment]) -> None:
+        if kept:
+            page_nos = tuple(s.page_no for s in kept if s.kind == "page")
+            self._kept[group.job_id] = KeptPages(page_nos, kept)  # type: ignore[arg-type]
+
+    # -- reading the output --------------------------------------------------------------------
+
+    def _results(self, group: PageGroupInput, ids: list[int], guard: PageGuard) -> list[PageResult]:
+        sections = _split(ids, self.marker_ids, self.eos_id)
+        skip = len(group.context)  # context pages were output by the previous group
+        results = []
+        for index, page in enumerate(group.pages, start=skip):
+            height, width = page.pixels.shape[:2]
+            if index >= len(sections):
+                results.append(
+                    PageResult(
+                        page=page.page_no,
+                        status="failed",
+                        engine=self.name,
+                        error="the model produced no section for this page",
+                    )
+                )
+                continue
+            raw = self.tokenizer.decode(sections[index], skip_special_tokens=False)
+            parsed = parse_page(raw, width=width, height=height)
+            results.append(
+                PageResult(
+                    page=page.page_no,
+                    status="succeeded",
+                    text=parsed.text,
+                    markdown=parsed.markdown,
+                    blocks=parsed.blocks,
+                    width=width,
+                    height=height,
+                    engine=self.name,
+                    warnings=sorted(guard.flags.get(index, set())),
+                )
+            )
+        return results
+
+
+def _split(ids: list[int], marker: tuple[int, ...], eos: int) -> list[list[int]]:
+    """Generated ids -> one id list per page section (marker-separated, EOS dropped)."""
+    sections: list[list[int]] = [[]]
+    n = len(marker)
+    for token in ids:
+        if token == eos:
+            break
+        sections[-1].append(token)
+        if n and tuple(sections[-1][-n:]) == marker:
+            del sections[-1][-n:]
+            sections.append([])
+    return sections  # section i is the guard's page i, empty ones included
+
+
+def _selector(options: UnlimitedOcrSettings, model, block_size: int) -> BlockSelector | None:  # type: ignore[no-untyped-def]
+    overrides = getattr(model.config, "sr_swa", None) or {}
+    if not overrides.get("enabled", options.sr_swa):
+        return None
+    return BlockSelector(
+        SrSwaSettings(
+            max_blocks=overrides.get("max_blocks", options.sr_swa_max_blocks),
+            page_gate=overrides.get("page_gate", options.sr_swa_page_gate),
+        ),
+        block_size=block_size,
+    )
+
+
+def _dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return {"bfloat16": torch.bfloat16, "float32": torch.float32}[name]

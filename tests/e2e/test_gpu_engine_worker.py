@@ -1,0 +1,88 @@
+"""A job end to end through `uocr worker --gpus all` running the GPU engine class (on CPU here,
+the GPU count faked through configuration) with the tiny checkpoint, loaded by the real loader."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ocr_api.core.celery_app import make_celery
+from ocr_api.core.db import make_engine, make_session_factory
+from ocr_api.core.settings import load_settings
+from ocr_api.core.storage import S3ObjectStore
+from ocr_api.main import create_app
+from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
+from tests.conftest import TEST_SETTINGS_ENV, ServiceUrls, Stack, create_database, drop_database
+from tests.e2e.helpers import wait_for
+from tests.e2e.processes import Process, wait_until
+from tests.factories import sample_pages, scanned_pdf
+from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
+
+
+def test_documents_run_through_the_gpu_engine_worker(
+    service_urls: ServiceUrls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tag = "gpu" + uuid.uuid4().hex[:8]
+    checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
+    write_manifest(checkpoint)
+    env = {
+        **TEST_SETTINGS_ENV,
+        "UOCR_ENGINE": "unlimited_ocr",
+        "UOCR_MODEL_PATH": str(checkpoint),
+        "UOCR_MAX_CONCURRENCY": "4",
+        "UOCR_VISUAL_CACHE_WORKSPACE_GB": "0.001",
+        "UOCR_UNLIMITED_OCR__MAX_TOKENS_PER_PAGE": "6",
+        "UOCR_UNLIMITED_OCR__BLOCK_SIZE": "4",
+        "UOCR_DATABASE__URL": create_database(service_urls.database_admin, tag),
+        "UOCR_REDIS__URL": f"{service_urls.redis}/{int(tag[3:], 16) % 15 + 1}",
+        "UOCR_S3__ENDPOINT_URL": service_urls.s3,
+        "UOCR_S3__BUCKET": tag,
+        "UOCR_GPU_COUNT": "1",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    S3ObjectStore(settings.s3).ensure_bucket()
+    make_celery(settings).connection_for_write().default_channel.client.flushdb()
+    launcher = Process(
+        [str(Path(sys.executable).with_name("uocr")), "worker", "--gpus", "all"],
+        env,
+        tmp_path / "gpu-worker.log",
+    ).start()
+    sessions = make_session_factory(make_engine(settings.database))
+    try:
+        app = make_celery(settings)
+        node = f"gpu0@{os.uname().nodename}"
+        wait_until(
+            lambda: app.control.ping(destination=[node], timeout=0.5), 90, what=f"{node} to answer"
+        )
+        tenant = Stack(settings, env, sessions, S3ObjectStore(settings.s3)).new_tenant()
+        with TestClient(create_app(settings)) as client:
+            client.headers["Authorization"] = f"Bearer {tenant.api_key}"
+            ids = [
+                client.post(
+                    "/v1/jobs",
+                    files={"file": (f"d{n}.pdf", scanned_pdf(sample_pages(5, lines=2), seed=n))},
+                ).json()["id"]
+                for n in range(2)
+            ]
+            for job_id in ids:
+                job, _ = wait_for(client, job_id, timeout=120)
+                assert job["status"] == "succeeded", job
+                assert job["engine"] == "unlimited_ocr" and job["groups_total"] == 2
+                result = client.get(f"/v1/jobs/{job_id}/result").json()
+                assert [p["page"] for p in result["pages"]] == [1, 2, 3, 4, 5]
+                assert all(p["engine"] == "unlimited_ocr" for p in result["pages"])
+        log = (tmp_path / "gpu-worker.log").read_text()
+        for event in ("engine.weights_loaded", "engine.workspace_initialised", "engine.ready"):
+            assert event in log
+        assert '"CUDA_VISIBLE_DEVICES"' not in log  # pinning happens in the environment
+    finally:
+        launcher.stop()
+        sessions.kw["bind"].dispose()
+        drop_database(service_urls.database_admin, tag)

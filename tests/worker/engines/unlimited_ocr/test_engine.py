@@ -1,0 +1,73 @@
+"""The GPU engine class on the tiny checkpoint, on CPU, through the OcrEngine interface."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ocr_api.core.settings import load_settings
+from ocr_worker.engines.base import PageGroupInput, PageImage
+from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
+from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
+from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG
+from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
+
+BUDGET = 6
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = write_tiny_checkpoint(tmp_path_factory.mktemp("tiny-engine"))
+    write_manifest(path)
+    return path
+
+
+def _engine(path: Path) -> UnlimitedOcrEngine:
+    settings = load_settings(
+        engine="unlimited_ocr",
+        model_path=path,
+        page_group_size=3,
+        page_group_overlap=1,
+        visual_cache_workspace_gb=0.001,
+        unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4},
+    )
+    return UnlimitedOcrEngine.from_settings(settings)
+
+
+def _page(n: int) -> PageImage:
+    rng = np.random.default_rng(n)
+    return PageImage(n, rng.integers(0, 255, (200 + 10 * n, 150, 3), dtype=np.uint8))
+
+
+def test_groups_yield_one_flagged_section_per_page_and_reuse_the_boundary(checkpoint: Path) -> None:
+    engine = _engine(checkpoint)
+    runner = engine.loop.scheduler.runner
+    first = engine.run_group(PageGroupInput("doc", 0, [], [_page(1), _page(2), _page(3)], False))
+    assert [r.page for r in first] == [1, 2, 3]
+    assert all(r.status == "succeeded" and r.engine == "unlimited_ocr" for r in first)
+    # Random weights rarely close a page by themselves: the guard cuts it at its budget, and
+    # says so; it is never reported clean.
+    assert all(BUDGET_FLAG in r.warnings or len(r.text.split()) < BUDGET for r in first)
+    assert any(BUDGET_FLAG in r.warnings for r in first)
+    rows_before = runner.prefill_rows_computed
+    second = engine.run_group(PageGroupInput("doc", 1, [_page(3)], [_page(4), _page(5)], True))
+    assert [r.page for r in second] == [4, 5]
+    image_tokens = 7
+    prompt_tokens = 4  # "Multi page parsing."
+    assert runner.prefill_rows_computed - rows_before == 2 * image_tokens + prompt_tokens
+    workspace = engine.loop.scheduler.workspace
+    assert workspace.num_used == 0  # the last group keeps nothing
+    assert workspace.peak_used <= workspace.num_blocks
+
+
+def test_a_corrupt_checkpoint_is_refused_naming_the_file(checkpoint: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for item in checkpoint.iterdir():
+        (broken / item.name).write_bytes(item.read_bytes())
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-10])
+    with pytest.raises(Exception, match="model.safetensors"):
+        _engine(broken)
