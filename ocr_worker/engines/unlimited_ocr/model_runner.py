@@ -8,6 +8,8 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -15,6 +17,18 @@ from torch import nn
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
+
+
+@dataclass(frozen=True)
+class _BatchRows:
+    """Gather indices for one batch composition: (B, R) pool rows, prefix part first."""
+
+    rows: torch.Tensor
+    prefix_valid: torch.Tensor
+    ring_column: torch.Tensor  # ring slot of each column, -1 in the prefix part
+    ring_rows: torch.Tensor  # (B, window) pool rows of each ring
+    window: int
+    scored: bool
 
 
 class ModelRunner:
@@ -40,6 +54,7 @@ class ModelRunner:
         self.k_pool = torch.zeros(shape, device=device, dtype=dtype)  # (L, rows, H, D)
         self.v_pool = torch.zeros(shape, device=device, dtype=dtype)
         self.prefill_rows_computed = 0  # prefill work, counted for tests and benchmarks
+        self._batch_cache: tuple[tuple[tuple[int, int], ...], _BatchRows] | None = None
 
     # -- rows and rotary --------------------------------------------------------------------
 
@@ -70,6 +85,7 @@ class ModelRunner:
             for layer in range(len(self.layers)):
                 self.k_pool[layer, rows] = self.rotate(self.k_pool[layer, rows], cos, sin)
             segment.first_position = first_position
+        self._batch_cache = None
 
     def prefix_rows(self, sequence: Sequence) -> torch.Tensor:
         return torch.cat([self.rows(s.blocks) for s in sequence.segments])
@@ -112,6 +128,7 @@ class ModelRunner:
             )  # (1, H, T, D)
             x = self._finish_layer(layer, x, out.transpose(1, 2).reshape(1, t, -1))
         self.prefill_rows_computed += t
+        self._batch_cache = None
         return self._logits(x[0, -1:])[0]
 
     # -- decode -----------------------------------------------------------------------------
@@ -119,18 +136,27 @@ class ModelRunner:
     @torch.no_grad()
     def decode(self, sequences: list[Sequence]) -> torch.Tensor:
         """Feed each sequence's last sampled token; returns next-token logits (B, V)."""
+        batch = self._batch(sequences)
         tokens = torch.tensor([s.generated[-1] for s in sequences], device=self.device)
         positions = torch.tensor([s.next_position for s in sequences], device=self.device)
-        write_rows = torch.stack(
-            [self.rows(s.ring, s.window)[s.ring_slot(len(s.generated) - 1)] for s in sequences]
-        )
-        rows, valid = self._attention_rows(sequences)  # (B, R) each
+        generated = torch.tensor([len(s.generated) for s in sequences], device=self.device)
+        slots = (generated - 1) % batch.window
+        write_rows = batch.ring_rows[torch.arange(len(sequences), device=self.device), slots]
+        # Ring slots hold the min(n, window) most recent generated tokens, this one included.
+        valid = batch.prefix_valid | (
+            (batch.ring_column >= 0)
+            & (batch.ring_column < generated.clamp(max=batch.window)[:, None])
+        )  # (B, R)
         cos, sin = self.rotary(positions)
         x = self.embed(tokens).to(self.dtype)[:, None]  # (B, 1, hidden)
         for index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x[:, 0], cos, sin)  # (B, H, D)
             self.k_pool[index, write_rows], self.v_pool[index, write_rows] = k, v
-            keys, values, visible = self._read(index, q, rows, valid, sequences)
+            rows, visible = batch.rows, valid
+            if batch.scored:  # a candidate set above the budget: choose blocks per layer
+                rows, visible = self.selector.select(self, index, q, rows, valid, sequences)  # type: ignore[union-attr]
+            keys = self.k_pool[index][rows].transpose(1, 2)  # (B, H, R, D)
+            values = self.v_pool[index][rows].transpose(1, 2)
             out = F.scaled_dot_product_attention(
                 q[:, :, None], keys, values, attn_mask=visible[:, None, None]
             )  # (B, H, 1, D)
@@ -139,42 +165,32 @@ class ModelRunner:
             sequence.next_position += 1
         return self._logits(x[:, 0])
 
-    def _attention_rows(self, sequences: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per sequence: its prefix rows then its ring rows, padded; and which are valid."""
-        per_sequence = []
-        for s in sequences:
-            ring = self.rows(s.ring, s.window)
-            ring_valid = (
-                torch.arange(s.window, device=self.device) < s.valid_ring_slots_after_feed()
-            )
-            prefix = self.prefix_rows(s)
-            per_sequence.append(
-                (
-                    torch.cat([prefix, ring]),
-                    torch.cat([torch.ones_like(prefix, dtype=torch.bool), ring_valid]),
-                )
-            )
-        width = max(r.numel() for r, _ in per_sequence)
-        rows = torch.zeros(len(sequences), width, dtype=torch.long, device=self.device)
-        valid = torch.zeros(len(sequences), width, dtype=torch.bool, device=self.device)
-        for b, (r, m) in enumerate(per_sequence):
-            rows[b, : r.numel()], valid[b, : m.numel()] = r, m
-        return rows, valid
+    def _batch(self, sequences: list[Sequence]) -> _BatchRows:
+        """The rows each sequence reads, rebuilt only when the batch or a page changes."""
+        key = tuple((id(s), s.guard.page_index if self.selector else 0) for s in sequences)
+        if self._batch_cache is None or self._batch_cache[0] != key:
+            self._batch_cache = (key, self._build_batch(sequences))
+        return self._batch_cache[1]
 
-    def _read(
-        self,
-        layer: int,
-        q: torch.Tensor,
-        rows: torch.Tensor,
-        valid: torch.Tensor,
-        sequences: list[Sequence],
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Gather the rows each query reads: every valid row (R-SWA), or the SR-SWA budget."""
-        if self.selector is not None:
-            rows, valid = self.selector.select(self, layer, q, rows, valid, sequences)
-        keys = self.k_pool[layer][rows].transpose(1, 2)  # (B, H, R, D)
-        values = self.v_pool[layer][rows].transpose(1, 2)
-        return keys, values, valid
+    def _build_batch(self, sequences: list[Sequence]) -> _BatchRows:
+        window = sequences[0].window
+        prefixes, scored = [], False
+        for s in sequences:
+            plan = self.selector.plan(s) if self.selector else None
+            scored = scored or (plan is not None and plan.scored)
+            blocks = [seg.blocks for seg in s.segments] if plan is None else plan.blocks
+            prefixes.append(torch.cat([self.rows(b) for b in blocks]))
+        width = max(p.numel() for p in prefixes) + window
+        rows = torch.zeros(len(sequences), width, dtype=torch.long, device=self.device)
+        prefix_valid = torch.zeros_like(rows, dtype=torch.bool)
+        ring_column = torch.full_like(rows, -1)
+        ring_rows = torch.stack([self.rows(s.ring, window) for s in sequences])  # (B, W)
+        for b, prefix in enumerate(prefixes):
+            n = prefix.numel()
+            rows[b, :n], prefix_valid[b, :n] = prefix, True
+            rows[b, n : n + window] = ring_rows[b]
+            ring_column[b, n : n + window] = torch.arange(window, device=self.device)
+        return _BatchRows(rows, prefix_valid, ring_column, ring_rows, window, scored)
 
     # -- layer pieces (the native modules' weights) ----------------------------------------
 

@@ -50,6 +50,7 @@ class Scheduler:
     window: int
     waiting: deque[DecodeRequest] = field(default_factory=deque)
     running: list[tuple[Sequence, DecodeRequest]] = field(default_factory=list)
+    steps: int = 0  # decode steps run, for benchmarks
 
     def submit(self, request: DecodeRequest) -> None:
         self.waiting.append(request)
@@ -59,6 +60,7 @@ class Scheduler:
         self._admit()
         active = [(s, r) for s, r in self.running if not s.finished]
         if active:
+            self.steps += 1
             logits = self.runner.decode([s for s, _ in active])
             for (sequence, request), row in zip(active, logits, strict=True):
                 self._sample(sequence, request, row)

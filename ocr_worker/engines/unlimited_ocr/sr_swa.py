@@ -27,11 +27,32 @@ class SrSwaSettings:
     page_gate: bool = True
 
 
+@dataclass(frozen=True)
+class ReadPlan:
+    """The prefix blocks a sequence may read this page; ``scored`` when more than the budget,
+    so each layer's query picks among them."""
+
+    blocks: list[WorkspaceBlocks]
+    scored: bool
+
+
 class BlockSelector:
     def __init__(self, settings: SrSwaSettings, *, block_size: int) -> None:
         self.settings = settings
         self.block_size = block_size
         self.rows_read_max = 0  # the most rows any query read, for tests and benchmarks
+
+    def plan(self, sequence: Sequence) -> ReadPlan | None:
+        """None: the budget covers every block, read them all (exactly R-SWA)."""
+        blocks = self._candidates(sequence)
+        total = sum(len(s.blocks.block_ids) for s in sequence.segments)
+        if total <= self.settings.max_blocks and len(blocks) == total:
+            return None
+        if len(blocks) <= self.settings.max_blocks:
+            self.rows_read_max = max(
+                self.rows_read_max, sum(b.num_tokens for b in blocks) + sequence.window
+            )
+        return ReadPlan(blocks, scored=len(blocks) > self.settings.max_blocks)
 
     def select(
         self,

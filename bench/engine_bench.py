@@ -1,0 +1,347 @@
+"""Our page-group decoding engine against transformers' own `generate`, in one run.
+
+Full-size Unlimited-OCR v1 architecture with random weights (bf16), forced output lengths,
+random stand-in visual embeddings (273 per page). Prints one table and writes JSON.
+
+    python -m bench.engine_bench --out bench/engine_bench.json          # on the H200
+    python -m bench.engine_bench --tiny --new-tokens 16 --pages 2 6     # CPU smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+from ocr_api.core.page_groups import PageGroupPlanner
+from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
+from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
+from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
+from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+
+PAGE_TOKENS, PROMPT_TOKENS = 273, 5  # + BOS = 273 * pages + 6, as in ENGINE_NOTES' baseline
+GB = 1e9
+
+
+def build_model(tiny: bool, device: torch.device, dtype: torch.dtype):  # type: ignore[no-untyped-def]
+    from transformers.models.unlimited_ocr import (
+        UnlimitedOcrConfig,
+        UnlimitedOcrForConditionalGeneration,
+    )
+
+    if tiny:
+        from tests.worker.engines.unlimited_ocr.tiny_model import TINY_TEXT, TINY_VISION, WINDOW
+
+        config = UnlimitedOcrConfig(
+            vision_config=TINY_VISION, text_config={**TINY_TEXT, "sliding_window": WINDOW}
+        )
+    else:
+        config = UnlimitedOcrConfig()  # the defaults are the official v1
+    with torch.device("meta"):
+        model = UnlimitedOcrForConditionalGeneration(config)
+    model = model.to_empty(device=device).to(dtype)
+    generator = torch.Generator(device=device).manual_seed(0)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name and name.endswith("weight") and param.dim() == 1:
+                param.fill_(1.0)
+            elif name.endswith("mlp.gate.weight"):  # near-uniform router: balanced experts
+                param.normal_(0, 0.002, generator=generator)
+            elif "embed_tokens" in name:
+                param.normal_(0, 1.0, generator=generator)
+            else:
+                param.normal_(0, 0.02, generator=generator)
+    return model.eval()
+
+
+def stand_in(tokens: int, hidden: int, device: torch.device, dtype: torch.dtype, seed: int):  # type: ignore[no-untyped-def]
+    g = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(tokens, hidden, device=device, dtype=dtype, generator=g)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+# -- transformers' generate ----------------------------------------------------------------
+
+
+def baseline(model, pages: int, batch: int, new_tokens: int, full: bool, device, dtype) -> dict:  # type: ignore[no-untyped-def]
+    text = model.config.text_config
+    saved = list(text.layer_types)
+    text.layer_types = ["full_attention" if full else t for t in saved]
+    prefix = PAGE_TOKENS * pages + PROMPT_TOKENS + 1
+    embeds = torch.stack(
+        [stand_in(prefix, text.hidden_size, device, dtype, s) for s in range(batch)]
+    )
+    mask = torch.ones(batch, prefix, dtype=torch.long, device=device)
+    times = []
+    try:
+        for steps in (1, new_tokens):
+            torch.cuda.empty_cache() if device.type == "cuda" else None
+            base = torch.cuda.memory_allocated() if device.type == "cuda" else 0
+            torch.cuda.reset_peak_memory_stats() if device.type == "cuda" else None
+            sync(device)
+            started = time.perf_counter()
+            model.generate(
+                inputs_embeds=embeds,
+                attention_mask=mask,
+                max_new_tokens=steps,
+                min_new_tokens=steps,
+                do_sample=False,
+            )
+            sync(device)
+            times.append(time.perf_counter() - started)
+            peak = (torch.cuda.max_memory_allocated() - base) if device.type == "cuda" else 0
+    finally:
+        text.layer_types = saved
+    decode = times[1] - times[0]
+    held = prefix + (new_tokens if full else min(new_tokens, text.sliding_window))
+    return {
+        "tok_s": batch * new_tokens / times[1],
+        "decode_tok_s": batch * (new_tokens - 1) / decode,
+        "ms_step": 1000 * decode / (new_tokens - 1),
+        "kv_per_seq_gb": held * kv_bytes(text) / GB,
+        "peak_gb": peak / GB,
+    }
+
+
+def kv_bytes(text) -> int:  # type: ignore[no-untyped-def]
+    return text.num_hidden_layers * 2 * text.num_key_value_heads * text.head_dim * 2
+
+
+# -- ours ----------------------------------------------------------------------------------
+
+
+class Engine:
+    def __init__(self, model, args, device, dtype) -> None:  # type: ignore[no-untyped-def]
+        text = model.config.text_config
+        self.text, self.device, self.dtype = text, device, dtype
+        self.workspace = VisualKVWorkspace.from_bytes(
+            workspace_bytes=int(args.workspace_gb * 2**30),
+            bytes_per_token=kv_bytes(text),
+            block_size=args.block_size,
+        )
+        selector = (
+            BlockSelector(SrSwaSettings(max_blocks=args.sr_swa_blocks), block_size=args.block_size)
+            if args.sr_swa_blocks
+            else None
+        )
+        self.runner = ModelRunner(
+            model,
+            num_blocks=self.workspace.num_blocks,
+            block_size=args.block_size,
+            device=device,
+            dtype=dtype,
+            selector=selector,
+        )
+        self.scheduler = Scheduler(
+            self.runner, self.workspace, args.concurrency, text.sliding_window
+        )
+        self.loop = DecodeLoop(self.scheduler)
+        self.planner = PageGroupPlanner(size=args.group_size, overlap=1)
+        self.embed = model.model.language_model.embed_tokens
+
+    def document(self, name: str, pages: int, new_tokens: int) -> int:
+        """Decode one document group by group; returns the tokens generated."""
+        kept, total = [], 0
+        groups = self.planner.plan(pages)
+        for group in groups:
+            new = (
+                []
+                if kept
+                else [NewSegment("bos", self.embed(torch.tensor([0], device=self.device)))]
+            )
+            new += [
+                NewSegment(
+                    "page",
+                    stand_in(
+                        PAGE_TOKENS,
+                        self.text.hidden_size,
+                        self.device,
+                        self.dtype,
+                        hash((name, p)) % 2**31,
+                    ),
+                    page_no=p,
+                )
+                for p in group.output_positions
+            ]
+            new.append(
+                NewSegment(
+                    "prompt",
+                    stand_in(PROMPT_TOKENS, self.text.hidden_size, self.device, self.dtype, 7),
+                )
+            )
+            size = group.last_position - group.first_position + 1
+            guard = PageGuard(
+                num_pages=size, eos_id=1, page_marker=(), page_budget=10**9, ngram_size=0
+            )
+            last = group.group_index == len(groups) - 1
+            request = DecodeRequest(
+                f"{name}:{group.group_index}",
+                kept,
+                new,
+                guard,
+                new_tokens,
+                keep_pages=() if last else (group.last_position,),
+                ignore_eos=True,
+            )
+            finished = self.loop.decode(request)
+            kept, total = finished.kept, total + len(finished.sequence.generated)
+        return total
+
+    def run(self, documents: int, pages: int, new_tokens: int) -> dict:
+        self.workspace.peak_used = self.workspace.num_used
+        base = torch.cuda.memory_allocated() if self.device.type == "cuda" else 0
+        torch.cuda.reset_peak_memory_stats() if self.device.type == "cuda" else None
+        steps_before = self.steps()
+        sync(self.device)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(documents) as pool:
+            tokens = sum(
+                pool.map(lambda i: self.document(f"d{i}", pages, new_tokens), range(documents))
+            )
+        sync(self.device)
+        elapsed = time.perf_counter() - started
+        block_bytes = kv_bytes(self.text) * self.workspace.block_size
+        return {
+            "tok_s": tokens / elapsed,
+            "steps": self.steps() - steps_before,
+            "kv_per_seq_gb": self.workspace.peak_used * block_bytes / documents / GB,
+            "activation_peak_gb": (
+                (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
+            ),
+        }
+
+    def steps(self) -> int:
+        return self.scheduler.steps
+
+    def step_ms(self, sequences: int, pages: int, steps: int) -> float:
+        """Steady decode: ``sequences`` groups of ``pages`` pages, timed over ``steps`` steps."""
+        for i in range(sequences):
+            new = [NewSegment("bos", self.embed(torch.tensor([0], device=self.device)))]
+            new += [
+                NewSegment(
+                    "page",
+                    stand_in(
+                        PAGE_TOKENS, self.text.hidden_size, self.device, self.dtype, i * 1000 + p
+                    ),
+                    page_no=p,
+                )
+                for p in range(pages)
+            ]
+            guard = PageGuard(
+                num_pages=pages, eos_id=1, page_marker=(), page_budget=10**9, ngram_size=0
+            )
+            self.scheduler.submit(
+                DecodeRequest(f"s{i}", [], new, guard, 10 * steps + 20, ignore_eos=True)
+            )
+        for _ in range(10):  # admit everyone, warm up
+            self.scheduler.step()
+        sync(self.device)
+        started = time.perf_counter()
+        for _ in range(steps):
+            self.scheduler.step()
+        sync(self.device)
+        elapsed = (time.perf_counter() - started) * 1000 / steps
+        self.scheduler.abort_all()
+        return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--pages", type=int, nargs="+", default=[10, 100, 300])
+    parser.add_argument("--throughput-pages", type=int, default=100)
+    parser.add_argument("--new-tokens", type=int, default=512)
+    parser.add_argument("--group-tokens", type=int, default=256)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--block-size", type=int, default=32)
+    parser.add_argument("--sr-swa-blocks", type=int, default=12)
+    parser.add_argument("--workspace-gb", type=float, default=4.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    model = build_model(args.tiny, device, dtype)
+    text = model.config.text_config
+    if args.tiny:
+        global PAGE_TOKENS
+        PAGE_TOKENS = 7
+    results: dict = {
+        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "args": vars(args) | {"out": str(args.out)},
+    }
+    engine = Engine(model, args, device, dtype)
+    tp = args.throughput_pages
+    positions_ok = {
+        p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages
+    }
+    if not args.skip_baseline:
+        for full in (False, True):
+            for batch in (1, args.concurrency):
+                key = f"hf_{'full' if full else 'rswa'}_{tp}p_{batch}"
+                results[key] = baseline(model, tp, batch, args.new_tokens, full, device, dtype)
+                print(key, results[key], flush=True)
+        for pages in args.pages:
+            if positions_ok[pages] and pages != tp:
+                results[f"hf_rswa_{pages}p_1"] = baseline(model, pages, 1, 64, False, device, dtype)
+    for pages in args.pages:
+        results[f"ours_{pages}p_1"] = engine.run(1, pages, 32)
+        print(f"ours_{pages}p_1", results[f"ours_{pages}p_1"], flush=True)
+    for docs in (1, args.concurrency):
+        results[f"ours_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
+        print(f"ours_{tp}p_{docs}", results[f"ours_{tp}p_{docs}_throughput"], flush=True)
+    for sequences in (1, args.concurrency):
+        results[f"ours_step_ms_{sequences}"] = engine.step_ms(sequences, args.group_size, 50)
+    print_table(results, args, positions_ok)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1, default=str))
+
+
+def print_table(r: dict, args, positions_ok: dict) -> None:  # type: ignore[no-untyped-def]
+    tp, c = args.throughput_pages, args.concurrency
+    fmt = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"  # noqa: E731
+    print(
+        f"\n{r['device']}: ours = page groups of {args.group_size}, SR-SWA "
+        f"{args.sr_swa_blocks} blocks x {args.block_size} + window; hf = transformers generate"
+    )
+    print(f"{'metric':<46}{'ours':>10}{'hf R-SWA':>10}{'hf full':>10}{'ours/hf':>9}")
+    for pages in args.pages:
+        hf = r.get(f"hf_rswa_{pages}p_1" if pages != tp else f"hf_rswa_{tp}p_1", {})
+        ours = r[f"ours_{pages}p_1"]["kv_per_seq_gb"]
+        hf_kv = hf.get("kv_per_seq_gb") if positions_ok[pages] else None
+        print(
+            f"{f'KV peak per sequence, {pages} pages (GB)':<46}{fmt(ours):>10}{fmt(hf_kv):>10}"
+            f"{'':>10}{fmt(ours / hf_kv) if hf_kv else 'n/a (positions)':>9}"
+        )
+    for n in (1, c):
+        ours = r[f"ours_{tp}p_{n}_throughput"]["tok_s"]
+        hf = r.get(f"hf_rswa_{tp}p_{n}", {}).get("tok_s")
+        full = r.get(f"hf_full_{tp}p_{n}", {}).get("tok_s")
+        print(
+            f"{f'tokens/s, {n} concurrent, {tp}-page docs':<46}{fmt(ours):>10}{fmt(hf):>10}"
+            f"{fmt(full):>10}{fmt(ours / hf) if hf else '':>9}"
+        )
+    for n in (1, c):
+        ours = r[f"ours_step_ms_{n}"]
+        hf = r.get(f"hf_rswa_{tp}p_{n}", {}).get("ms_step")
+        full = r.get(f"hf_full_{tp}p_{n}", {}).get("ms_step")
+        print(
+            f"{f'ms per decode step, {n} seq, {tp} pages':<46}{fmt(ours):>10}{fmt(hf):>10}"
+            f"{fmt(full):>10}{fmt(full / ours) if full else '':>9}"
+        )
+
+
+if __name__ == "__main__":
+    main()
