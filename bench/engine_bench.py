@@ -269,6 +269,7 @@ def main() -> None:
     parser.add_argument("--workspace-gb", type=float, default=4.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--no-cuda-graphs", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

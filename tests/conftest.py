@@ -19,6 +19,18 @@ from ocr_api.core.storage import S3ObjectStore
 from ocr_api.core.tenants import CreatedKey, create_key
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """GPU tests run where CUDA is (the device machine); CI has none and skips them."""
+    if any("gpu" in item.keywords for item in items):
+        import torch
+
+        if not torch.cuda.is_available():
+            skip = pytest.mark.skip(reason="needs a CUDA GPU")
+            for item in items:
+                if "gpu" in item.keywords:
+                    item.add_marker(skip)
+
+
 @dataclass(frozen=True)
 class ServiceUrls:
     database_admin: str

@@ -68,6 +68,7 @@ class UnlimitedOcrSettings(_Section):
     sr_swa_max_blocks: int = Field(12, ge=1)  # 12 x 32 + the 128-token window = 512 rows
     sr_swa_page_gate: bool = True
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
+    cuda_graphs: bool = True  # replay the decode step as a CUDA graph (GPU only)
 
 
 class WorkerSettings(_Section):

@@ -14,13 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
 
 
 @dataclass(frozen=True)
-class _BatchRows:
+class BatchRows:
     """Gather indices for one batch composition: (B, R) pool rows, prefix part first."""
 
     rows: torch.Tensor
@@ -41,6 +42,7 @@ class ModelRunner:
         device: torch.device,
         dtype: torch.dtype,
         selector: BlockSelector | None = None,
+        cuda_graphs: bool = False,
     ) -> None:
         text = model.model.language_model  # type: ignore[union-attr]
         config = text.config
@@ -50,11 +52,14 @@ class ModelRunner:
         self.inv_freq = text.rotary_emb.inv_freq.to(device=device, dtype=torch.float32)
         self.block_size, self.device, self.dtype = block_size, device, dtype
         self.selector = selector
-        shape = (len(self.layers), num_blocks * block_size, self.num_heads, self.head_dim)
+        # One spare block past the workspace's: padding rows of graphed steps point there.
+        self.scratch_row = num_blocks * block_size
+        shape = (len(self.layers), (num_blocks + 1) * block_size, self.num_heads, self.head_dim)
         self.k_pool = torch.zeros(shape, device=device, dtype=dtype)  # (L, rows, H, D)
         self.v_pool = torch.zeros(shape, device=device, dtype=dtype)
         self.prefill_rows_computed = 0  # prefill work, counted for tests and benchmarks
-        self._batch_cache: tuple[tuple[tuple[int, int], ...], _BatchRows] | None = None
+        self._batch_cache: tuple[tuple[tuple[int, int], ...], BatchRows] | None = None
+        self.graphs = CudaGraphSteps(self) if cuda_graphs and device.type == "cuda" else None
 
     # -- rows and rotary --------------------------------------------------------------------
 
@@ -140,8 +145,28 @@ class ModelRunner:
         tokens = torch.tensor([s.generated[-1] for s in sequences], device=self.device)
         positions = torch.tensor([s.next_position for s in sequences], device=self.device)
         generated = torch.tensor([len(s.generated) for s in sequences], device=self.device)
+        if self.graphs is not None and not batch.scored:
+            logits = self.graphs.run(batch, tokens, positions, generated)
+        else:
+            logits = self.step(tokens, positions, generated, batch, sequences)
+        for sequence in sequences:
+            sequence.next_position += 1
+        return logits
+
+    def step(
+        self,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        generated: torch.Tensor,
+        batch: BatchRows,
+        sequences: list[Sequence] | None = None,
+    ) -> torch.Tensor:
+        """One decode step as pure tensor work (CUDA-graph capturable unless ``batch.scored``).
+
+        tokens/positions/generated: (B,); the ring slot written is (generated - 1) % window."""
+        count = tokens.shape[0]
         slots = (generated - 1) % batch.window
-        write_rows = batch.ring_rows[torch.arange(len(sequences), device=self.device), slots]
+        write_rows = batch.ring_rows[torch.arange(count, device=tokens.device), slots]
         # Ring slots hold the min(n, window) most recent generated tokens, this one included.
         valid = batch.prefix_valid | (
             (batch.ring_column >= 0)
@@ -154,25 +179,24 @@ class ModelRunner:
             self.k_pool[index, write_rows], self.v_pool[index, write_rows] = k, v
             rows, visible = batch.rows, valid
             if batch.scored:  # a candidate set above the budget: choose blocks per layer
-                rows, visible = self.selector.select(self, index, q, rows, valid, sequences)  # type: ignore[union-attr]
+                assert self.selector is not None and sequences is not None
+                rows, visible = self.selector.select(self, index, q, rows, valid, sequences)
             keys = self.k_pool[index][rows].transpose(1, 2)  # (B, H, R, D)
             values = self.v_pool[index][rows].transpose(1, 2)
             out = F.scaled_dot_product_attention(
                 q[:, :, None], keys, values, attn_mask=visible[:, None, None]
             )  # (B, H, 1, D)
-            x = self._finish_layer(layer, x, out.reshape(len(sequences), 1, -1))
-        for sequence in sequences:
-            sequence.next_position += 1
+            x = self._finish_layer(layer, x, out.reshape(count, 1, -1))
         return self._logits(x[:, 0])
 
-    def _batch(self, sequences: list[Sequence]) -> _BatchRows:
+    def _batch(self, sequences: list[Sequence]) -> BatchRows:
         """The rows each sequence reads, rebuilt only when the batch or a page changes."""
         key = tuple((id(s), s.guard.page_index if self.selector else 0) for s in sequences)
         if self._batch_cache is None or self._batch_cache[0] != key:
             self._batch_cache = (key, self._build_batch(sequences))
         return self._batch_cache[1]
 
-    def _build_batch(self, sequences: list[Sequence]) -> _BatchRows:
+    def _build_batch(self, sequences: list[Sequence]) -> BatchRows:
         window = sequences[0].window
         prefixes, scored = [], False
         for s in sequences:
@@ -190,7 +214,7 @@ class ModelRunner:
             rows[b, :n], prefix_valid[b, :n] = prefix, True
             rows[b, n : n + window] = ring_rows[b]
             ring_column[b, n : n + window] = torch.arange(window, device=self.device)
-        return _BatchRows(rows, prefix_valid, ring_column, ring_rows, window, scored)
+        return BatchRows(rows, prefix_valid, ring_column, ring_rows, window, scored)
 
     # -- layer pieces (the native modules' weights) ----------------------------------------
 

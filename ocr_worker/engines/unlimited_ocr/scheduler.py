@@ -61,9 +61,7 @@ class Scheduler:
         active = [(s, r) for s, r in self.running if not s.finished]
         if active:
             self.steps += 1
-            logits = self.runner.decode([s for s, _ in active])
-            for (sequence, request), row in zip(active, logits, strict=True):
-                self._sample(sequence, request, row)
+            self._sample_all(active, self.runner.decode([s for s, _ in active]))
         return self._retire()
 
     def run(self) -> list[Finished]:
@@ -119,19 +117,33 @@ class Scheduler:
         )
 
     def _sample(self, sequence: Sequence, request: DecodeRequest, logits: torch.Tensor) -> None:
-        guard = sequence.guard
-        forced = None if request.ignore_eos else guard.forced_token()
-        wanted = int(logits.argmax())
-        if forced is not None:
-            token = forced
-        else:
-            banned = guard.banned() | ({guard.eos_id} if request.ignore_eos else set())
-            if banned:
-                logits = logits.clone()
-                logits[list(banned)] = float("-inf")
-            token = int(logits.argmax())
-        guard.observe(token, wanted=wanted)
-        sequence.generated.append(token)
+        self._sample_all([(sequence, request)], logits[None])
+
+    def _sample_all(
+        self, batch: list[tuple[Sequence, DecodeRequest]], logits: torch.Tensor
+    ) -> None:
+        """Greedy for the whole batch with one device sync: the guard's bans and forced tokens
+        applied, and the model's own choice kept to spot loops."""
+        wanted = logits.argmax(-1)
+        banned_rows, banned_ids = [], []
+        for b, (sequence, request) in enumerate(batch):
+            banned = sequence.guard.banned() | (
+                {sequence.guard.eos_id} if request.ignore_eos else set()
+            )
+            banned_rows += [b] * len(banned)
+            banned_ids += list(banned)
+        chosen = wanted
+        if banned_ids:
+            masked = logits.clone()
+            masked[banned_rows, banned_ids] = float("-inf")
+            chosen = masked.argmax(-1)
+        picks = torch.stack([wanted, chosen]).tolist()
+        for b, (sequence, request) in enumerate(batch):
+            guard = sequence.guard
+            forced = None if request.ignore_eos else guard.forced_token()
+            token = forced if forced is not None else picks[1][b]
+            guard.observe(token, wanted=picks[0][b])
+            sequence.generated.append(token)
 
     def abort_all(self) -> None:
         """Drop every request after a failed step; reused segments stay with their document."""

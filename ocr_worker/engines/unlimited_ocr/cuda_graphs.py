@@ -1,0 +1,102 @@
+"""CUDA graphs for the decode step: a Python-driven step launches ~600 kernels, so on the GPU
+the host, not the chip, sets the pace (ENGINE_NOTES.md). Each (batch, rows) bucket is captured
+once with static input buffers and replayed; padding slots read and write a scratch row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from ocr_worker.engines.unlimited_ocr.model_runner import BatchRows, ModelRunner
+
+ROW_BUCKET = 128
+
+
+@dataclass
+class _Captured:
+    graph: torch.cuda.CUDAGraph
+    tokens: torch.Tensor  # (Bb,)
+    positions: torch.Tensor
+    generated: torch.Tensor
+    batch: BatchRows  # static row buffers, padded to (Bb, Rb)
+    logits: torch.Tensor  # (Bb, V), written by replay
+    source: BatchRows | None = None  # the batch whose rows the buffers hold now
+
+
+class CudaGraphSteps:
+    def __init__(self, runner: ModelRunner) -> None:
+        self.runner = runner
+        self.pool = torch.cuda.graph_pool_handle()
+        self.captured: dict[tuple[int, int], _Captured] = {}
+
+    def run(
+        self,
+        batch: BatchRows,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        generated: torch.Tensor,
+    ) -> torch.Tensor:
+        count, width = batch.rows.shape
+        key = (1 << (count - 1).bit_length(), -(-width // ROW_BUCKET) * ROW_BUCKET)
+        entry = self.captured.get(key) or self._capture(*key, window=batch.window)
+        if entry.source is not batch:
+            self._load_rows(entry, batch)
+        entry.tokens.zero_()
+        entry.positions.zero_()
+        entry.generated.fill_(1)
+        entry.tokens[:count].copy_(tokens)
+        entry.positions[:count].copy_(positions)
+        entry.generated[:count].copy_(generated)
+        entry.graph.replay()
+        return entry.logits[:count]
+
+    def _load_rows(self, entry: _Captured, batch: BatchRows) -> None:
+        static, (count, width) = entry.batch, batch.rows.shape
+        _pad(static, self.runner.scratch_row)
+        static.rows[:count, :width].copy_(batch.rows)
+        static.prefix_valid[:count, :width].copy_(batch.prefix_valid)
+        static.ring_column[:count, :width].copy_(batch.ring_column)
+        static.ring_rows[:count].copy_(batch.ring_rows)
+        entry.source = batch
+
+    def _capture(self, count: int, width: int, *, window: int) -> _Captured:
+        from ocr_worker.engines.unlimited_ocr.model_runner import BatchRows
+
+        device = self.runner.device
+        long = dict(dtype=torch.long, device=device)
+        static = BatchRows(
+            rows=torch.empty(count, width, **long),
+            prefix_valid=torch.empty(count, width, dtype=torch.bool, device=device),
+            ring_column=torch.empty(count, width, **long),
+            ring_rows=torch.empty(count, window, **long),
+            window=window,
+            scored=False,
+        )
+        _pad(static, self.runner.scratch_row)
+        tokens = torch.zeros(count, **long)
+        positions = torch.zeros(count, **long)
+        generated = torch.ones(count, **long)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.no_grad():
+            for _ in range(2):  # warm-up outside the graph (kernel selection, workspaces)
+                self.runner.step(tokens, positions, generated, static)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool), torch.no_grad():
+            logits = self.runner.step(tokens, positions, generated, static)
+        entry = _Captured(graph, tokens, positions, generated, static, logits)
+        self.captured[(count, width)] = entry
+        return entry
+
+
+def _pad(static: BatchRows, scratch_row: int) -> None:
+    """Every slot reads and writes the scratch row; column 0 stays valid so softmax is finite."""
+    static.rows.fill_(scratch_row)
+    static.ring_rows.fill_(scratch_row)
+    static.prefix_valid.zero_()
+    static.prefix_valid[:, 0] = True
+    static.ring_column.fill_(-1)
