@@ -142,6 +142,7 @@ class Engine:
             device=device,
             dtype=dtype,
             selector=selector,
+            cuda_graphs=not args.no_cuda_graphs,
         )
         self.scheduler = Scheduler(
             self.runner, self.workspace, args.concurrency, text.sliding_window

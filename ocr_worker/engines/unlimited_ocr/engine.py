@@ -86,6 +86,7 @@ class UnlimitedOcrEngine(OcrEngine):
             device=device,
             dtype=dtype,
             selector=selector,
+            cuda_graphs=self.options.cuda_graphs,
         )
         log.info(
             "engine.workspace_initialised",
