@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import structlog
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,6 +19,8 @@ from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -145,9 +148,14 @@ class ModelRunner:
         tokens = torch.tensor([s.generated[-1] for s in sequences], device=self.device)
         positions = torch.tensor([s.next_position for s in sequences], device=self.device)
         generated = torch.tensor([len(s.generated) for s in sequences], device=self.device)
+        logits = None
         if self.graphs is not None and not batch.scored:
-            logits = self.graphs.run(batch, tokens, positions, generated)
-        else:
+            try:
+                logits = self.graphs.run(batch, tokens, positions, generated)
+            except RuntimeError as error:  # e.g. a kernel that syncs with the host (fp32 MoE)
+                log.warning("cuda_graphs.disabled", error=str(error)[:300])
+                self.graphs = None
+        if logits is None:
             logits = self.step(tokens, positions, generated, batch, sequences)
         for sequence in sequences:
             sequence.next_position += 1

@@ -42,7 +42,11 @@ def _run(model, graphs: bool, selector: bool) -> dict[str, list[int]]:  # type: 
         ]
         guard = PageGuard(num_pages=1, eos_id=1, page_marker=(), page_budget=10**6, ngram_size=0)
         scheduler.submit(DecodeRequest(f"s{n}", [], new, guard, steps, ignore_eos=True))
-    return {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
+    finished = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
+    assert (runner.graphs is not None) == graphs  # the graphed run really replayed graphs
+    if graphs:
+        assert runner.graphs.captured  # type: ignore[union-attr]
+    return finished
 
 
 @pytest.mark.parametrize("selector", [False, True])
