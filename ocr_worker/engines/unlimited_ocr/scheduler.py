@@ -144,6 +144,7 @@ class Scheduler:
             token = forced if forced is not None else picks[1][b]
             guard.observe(token, wanted=picks[0][b])
             sequence.generated.append(token)
+            sequence.wanted.append(picks[0][b])
 
     def abort_all(self) -> None:
         """Drop every request after a failed step; reused segments stay with their document."""

@@ -36,7 +36,7 @@ class Sequence:
     max_new_tokens: int
     next_position: int = 0  # position of the next token fed to the model
     generated: list[int] = field(default_factory=list)
-    wanted: list[int | None] = field(default_factory=list)
+    wanted: list[int] = field(default_factory=list)  # the model's own choices, before the guard
 
     @property
     def prefix_length(self) -> int:

