@@ -62,7 +62,8 @@ class UnlimitedOcrSettings(_Section):
     """The GPU engine's decoding knobs; a v2 checkpoint's config.json ``sr_swa`` overrides."""
 
     block_size: int = Field(32, ge=1)
-    max_tokens_per_page: int = Field(4096, ge=1)
+    # 9 pages x 3000 + their 2,463 prefix tokens stay inside the model's 32,768 positions.
+    max_tokens_per_page: int = Field(3000, ge=1)
     ngram_size: int = Field(35, ge=0)
     sr_swa: bool = True
     sr_swa_max_blocks: int = Field(12, ge=1)  # 12 x 32 + the 128-token window = 512 rows

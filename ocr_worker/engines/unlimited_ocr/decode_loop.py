@@ -32,10 +32,12 @@ class DecodeLoop:
         future: Future[Finished] = Future()
 
         def enqueue() -> None:
-            self._pending[request.seq_id] = future
             self.scheduler.submit(request)
+            self._pending[request.seq_id] = future
 
-        self._inbox.put((enqueue, Future()))
+        accepted: Future[None] = Future()
+        self._inbox.put((enqueue, accepted))
+        accepted.result()  # a request that can never run is refused now, not left waiting
         return future.result()
 
     def call(self, action: Callable[[], Any]) -> Any:

@@ -176,9 +176,15 @@ class UnlimitedOcrEngine(OcrEngine):
             reused,
             new,
             guard,
-            max_new_tokens=(self.options.max_tokens_per_page + 8) * pages,
+            max_new_tokens=self._new_token_budget(pages, reused, new),
             keep_pages=keep,
         )
+
+    def _new_token_budget(self, pages: int, reused: list[Segment], new: list[NewSegment]) -> int:
+        """Every page's budget, capped so prefix + output stays inside the model's positions."""
+        prefix = sum(s.num_tokens for s in reused) + sum(n.embeds.shape[0] for n in new)
+        room = self.loop.scheduler.runner.max_positions - prefix
+        return min((self.options.max_tokens_per_page + 8) * pages, room)
 
     @torch.no_grad()
     def _page_segments(self, pages: list[PageImage]) -> list[NewSegment]:

@@ -52,6 +52,7 @@ class ModelRunner:
         self.embed, self.layers, self.norm = text.embed_tokens, text.layers, text.norm
         self.lm_head = model.lm_head  # type: ignore[union-attr]
         self.num_heads, self.head_dim = config.num_attention_heads, config.head_dim
+        self.max_positions = config.max_position_embeddings  # 32,768: groups stay inside it
         self.inv_freq = text.rotary_emb.inv_freq.to(device=device, dtype=torch.float32)
         self.block_size, self.device, self.dtype = block_size, device, dtype
         self.selector = selector

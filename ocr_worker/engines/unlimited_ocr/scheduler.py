@@ -53,6 +53,22 @@ class Scheduler:
     steps: int = 0  # decode steps run, for benchmarks
 
     def submit(self, request: DecodeRequest) -> None:
+        """Queue a request; one that could never run is refused here, alone."""
+        prefix = sum(s.num_tokens for s in request.reused) + sum(
+            n.embeds.shape[0] for n in request.new
+        )
+        if prefix + request.max_new_tokens > self.runner.max_positions:
+            raise ValueError(
+                f"{request.seq_id}: a {prefix}-token prefix and {request.max_new_tokens} new "
+                f"tokens exceed the model's {self.runner.max_positions} positions; "
+                "use smaller page groups"
+            )
+        if (
+            self.workspace.blocks_for(self.window)
+            + sum(self.workspace.blocks_for(n.embeds.shape[0]) for n in request.new)
+            > self.workspace.num_blocks
+        ):
+            raise ValueError(f"{request.seq_id}: needs more blocks than the whole workspace has")
         self.waiting.append(request)
 
     def step(self) -> list[Finished]:

@@ -180,3 +180,13 @@ def _run(model, requests, selector=None) -> dict[str, list[int]]:  # type: ignor
     for request in requests:
         scheduler.submit(request)
     return _outputs(scheduler.run())
+
+
+def test_a_group_beyond_the_models_positions_is_refused_alone(model) -> None:  # type: ignore[no-untyped-def]
+    scheduler = _scheduler(model)
+    scheduler.runner.max_positions = 40  # the real model has 32,768
+    with pytest.raises(ValueError, match="exceed the model's 40 positions"):
+        scheduler.submit(_request(model, "big", [1, 2, 3], [5], 30))
+    assert _outputs(scheduler.run_one(_request(model, "ok", [1], [5], 20)))["ok"] == (
+        _reference(model, [1], [5], 20)
+    )
