@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
 import threading
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pymupdf
 from PIL import Image
 
-from ocr_api.core.storage import ObjectStore
+from ocr_api.core.settings import S3Settings
+from ocr_api.core.storage import ObjectStore, make_object_store
 
 
 class PageRenderError(RuntimeError):
@@ -68,3 +71,54 @@ class PageRasterizer:
             if max(rgb.size) > self.max_side:
                 rgb.thumbnail((self.max_side, self.max_side))
             return np.asarray(rgb, dtype=np.uint8).copy()
+
+
+def render_many(
+    rasterizer: PageRasterizer, refs: list[tuple[str, int]]
+) -> list[np.ndarray | PageRenderError]:
+    """Render in order in this process; a page that fails is returned as its error."""
+    results: list[np.ndarray | PageRenderError] = []
+    for key, index in refs:
+        try:
+            results.append(rasterizer.render(key, index))
+        except PageRenderError as error:
+            results.append(error)
+    return results
+
+
+class ProcessRasterizer:
+    """Rendering in CPU processes beside a GPU worker, so its decode loop is not left waiting
+    on PyMuPDF. Each process keeps its own object-store client and file cache."""
+
+    def __init__(self, s3: S3Settings, *, dpi: int, max_side: int, processes: int) -> None:
+        self.pool = ProcessPoolExecutor(
+            processes,
+            mp_context=multiprocessing.get_context("spawn"),  # no CUDA or DB pools inherited
+            initializer=_start_renderer,
+            initargs=(s3, dpi, max_side),
+        )
+
+    def render_many(self, refs: list[tuple[str, int]]) -> list[np.ndarray | PageRenderError]:
+        futures = [self.pool.submit(_render, key, index) for key, index in refs]
+        results: list[np.ndarray | PageRenderError] = []
+        for future in futures:
+            try:
+                results.append(future.result())
+            except PageRenderError as error:
+                results.append(error)
+        return results
+
+
+class _Renderer:
+    """The renderer of one pool process (set by the pool's initializer)."""
+
+    current: PageRasterizer | None = None
+
+
+def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
+    _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)
+
+
+def _render(key: str, index: int) -> np.ndarray:
+    assert _Renderer.current is not None
+    return _Renderer.current.render(key, index)

@@ -86,7 +86,11 @@ def worker_specs(
         name = f"gpu{card}@{host}"
         # One process per card, the model loaded once in it; its threads feed one decode loop,
         # so up to max_concurrency page groups share each step.
-        env = {"CUDA_VISIBLE_DEVICES": str(card), "UOCR_WORKER__POOL": "threads"}
+        env = {
+            "CUDA_VISIBLE_DEVICES": str(card),
+            "UOCR_WORKER__POOL": "threads",
+            "UOCR_WORKER__RENDER_PROCESSES": os.environ.get("UOCR_WORKER__RENDER_PROCESSES", "2"),
+        }
         argv = [*base, "-n", name, "--concurrency", str(gpu_concurrency)]
         argv[argv.index("prefork")] = "threads"
         specs.append(WorkerSpec(name, env, argv))

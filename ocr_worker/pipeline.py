@@ -25,7 +25,12 @@ from ocr_api.core.storage import ObjectStore
 from ocr_api.webhooks.events import record_job_finished
 from ocr_worker import assembly
 from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
-from ocr_worker.imaging import PageRasterizer, PageRenderError
+from ocr_worker.imaging import (
+    PageRasterizer,
+    PageRenderError,
+    ProcessRasterizer,
+    render_many,
+)
 from ocr_worker.lease import LeaseKeeper
 
 log = structlog.get_logger(__name__)
@@ -57,10 +62,21 @@ class PageGroupPipeline:
     settings: Settings
     worker_id: str
     rasterizer: PageRasterizer = field(init=False)
+    render_pool: ProcessRasterizer | None = field(init=False)
 
     def __post_init__(self) -> None:
         w = self.settings.worker
         self.rasterizer = PageRasterizer(self.store, dpi=w.render_dpi, max_side=w.max_render_side)
+        self.render_pool = (
+            ProcessRasterizer(
+                self.settings.s3,
+                dpi=w.render_dpi,
+                max_side=w.max_render_side,
+                processes=w.render_processes,
+            )
+            if w.render_processes
+            else None
+        )
 
     def run(self, job_id: str, group_index: int) -> str:
         """Run one page group; returns what happened (for logs and tests)."""
@@ -152,33 +168,37 @@ class PageGroupPipeline:
     # -- decode --------------------------------------------------------------------------------
 
     def _decode(self, job_id: str, claimed: ClaimedGroup) -> list[PageResult]:
+        context = claimed.context if self.engine.uses_context_pages else []
+        rendered = self._render([*context, *claimed.pages])
+        context_images = [i for i in rendered[: len(context)] if isinstance(i, PageImage)]
+        if len(context_images) < len(context):  # an unreadable boundary page: decode without it
+            context_images = []
         failed: dict[int, PageResult] = {}
-        images: list[PageImage] = []
-        for ref in claimed.pages:
-            try:
-                images.append(self._render(ref))
-            except PageRenderError as error:
-                failed[ref.page_no] = PageResult(
-                    page=ref.page_no, status="failed", error=str(error)
-                )
-        context = (
-            [self._render(ref) for ref in claimed.context] if self.engine.uses_context_pages else []
-        )
-        decoded = (
-            self.engine.run_group(
-                PageGroupInput(job_id, claimed.group_index, context, images, claimed.is_last)
-            )
-            if images
-            else []
-        )
+        images = []
+        for ref, item in zip(claimed.pages, rendered[len(context) :], strict=True):
+            if isinstance(item, PageImage):
+                images.append(item)
+            else:
+                failed[ref.page_no] = PageResult(page=ref.page_no, status="failed", error=str(item))
+        group = PageGroupInput(job_id, claimed.group_index, context_images, images, claimed.is_last)
+        decoded = self.engine.run_group(group) if images else []
         by_page = {r.page: r for r in decoded} | failed
         missing = [ref.page_no for ref in claimed.pages if ref.page_no not in by_page]
         if missing:  # an engine that drops a page is a bug; record it rather than lose the page
             raise RuntimeError(f"engine {self.engine.name} returned no result for pages {missing}")
         return [by_page[ref.page_no] for ref in claimed.pages]
 
-    def _render(self, ref: PageRef) -> PageImage:
-        return PageImage(ref.page_no, self.rasterizer.render(ref.source_key, ref.source_index))
+    def _render(self, refs: list[PageRef]) -> list[PageImage | PageRenderError]:
+        keys = [(ref.source_key, ref.source_index) for ref in refs]
+        pixels = (
+            self.render_pool.render_many(keys)
+            if self.render_pool
+            else render_many(self.rasterizer, keys)
+        )
+        return [
+            p if isinstance(p, PageRenderError) else PageImage(ref.page_no, p)
+            for ref, p in zip(refs, pixels, strict=True)
+        ]
 
     # -- record --------------------------------------------------------------------------------
 

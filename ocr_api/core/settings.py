@@ -82,6 +82,8 @@ class WorkerSettings(_Section):
     render_dpi: int = Field(200, ge=50, le=600)
     max_render_side: int = Field(4000, ge=256)
     rapidocr_threads: int = Field(2, ge=1)
+    # CPU processes that rasterise pages beside the engine (GPU workers); 0 renders in the task.
+    render_processes: int = Field(0, ge=0)
     # Off for workers that only serve the control queue (webhooks, recovery): no model to load.
     preload_engine: bool = True
     # GPU workers run threads so up to max_concurrency page groups share each decode step; the

@@ -30,8 +30,16 @@ def test_all_cards_get_one_pinned_worker_each() -> None:
 
 def test_chosen_cards_and_no_gpu() -> None:
     assert [s.env for s in worker_specs(parse_gpus("1,3", 4), concurrency=1, host="h")] == [
-        {"CUDA_VISIBLE_DEVICES": "1", "UOCR_WORKER__POOL": "threads"},
-        {"CUDA_VISIBLE_DEVICES": "3", "UOCR_WORKER__POOL": "threads"},
+        {
+            "CUDA_VISIBLE_DEVICES": "1",
+            "UOCR_WORKER__POOL": "threads",
+            "UOCR_WORKER__RENDER_PROCESSES": "2",
+        },
+        {
+            "CUDA_VISIBLE_DEVICES": "3",
+            "UOCR_WORKER__POOL": "threads",
+            "UOCR_WORKER__RENDER_PROCESSES": "2",
+        },
     ]
     (cpu,) = worker_specs(parse_gpus("none", 4), concurrency=2, host="h")
     assert cpu.node_name == "cpu@h" and "--concurrency 2" in " ".join(cpu.argv)

@@ -57,14 +57,21 @@ def _pdf(pages: int) -> bytes:
 
 
 @pytest.fixture
-def harness(tmp_path: Path):  # type: ignore[no-untyped-def]
+def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'state.db'}"
     upgrade(url)
+    render_processes = getattr(request, "param", 0)
     settings = load_settings(
         page_group_size=3,
         page_group_overlap=1,
         database={"url": url},
-        worker={"lease_seconds": 5, "max_group_attempts": 2, "render_dpi": 50},
+        s3={"local_root": tmp_path / "objects"},
+        worker={
+            "lease_seconds": 5,
+            "max_group_attempts": 2,
+            "render_dpi": 50,
+            "render_processes": render_processes,
+        },
     )
     sessions = make_session_factory(make_engine(settings.database))
     with transaction(sessions) as session:
@@ -120,6 +127,24 @@ def test_groups_run_in_order_with_the_boundary_page_as_context(harness) -> None:
     assert (job.status, job.pages_done, job.pages_failed) == ("succeeded", 7, 0)
     texts = [r.text for r in load_page_results(harness.store, job)]
     assert texts == [f"text of page {n}" for n in range(1, 8)]
+
+
+@pytest.mark.parametrize("harness", [2], indirect=True)
+def test_pages_can_render_in_cpu_processes_beside_the_engine(harness) -> None:  # type: ignore[no-untyped-def]
+    class SizeEngine(ScriptedEngine):
+        def run_group(self, group: PageGroupInput) -> list[PageResult]:
+            return [
+                PageResult(page=p.page_no, status="succeeded", text=str(p.pixels.shape))
+                for p in group.pages
+            ]
+
+    job_id = harness.submit(4)
+    pipeline = harness.pipeline(SizeEngine())
+    assert pipeline.render_pool is not None
+    while harness.dispatcher.groups:
+        pipeline.run(*harness.dispatcher.groups.popleft())
+    texts = [r.text for r in load_page_results(harness.store, harness.job(job_id))]
+    assert texts == ["(139, 139, 3)"] * 4  # 200 pt pages at 50 dpi, rendered in the pool
 
 
 def test_a_redelivered_group_does_nothing_twice(harness) -> None:  # type: ignore[no-untyped-def]
