@@ -6,8 +6,9 @@ identical and survives restarts, at the cost of a few indexed queries per scrape
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
@@ -48,7 +49,7 @@ class ServiceCollector(Collector):
         yield depth
 
 
-def _by_status(name: str, doc: str, rows: list) -> GaugeMetricFamily:  # type: ignore[type-arg]
+def _by_status(name: str, doc: str, rows: Sequence[Any]) -> GaugeMetricFamily:
     family = GaugeMetricFamily(name, doc, labels=["status"])
     for status, count in rows:
         family.add_metric([status], float(count))

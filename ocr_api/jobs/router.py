@@ -106,7 +106,8 @@ async def _from_form(
     request: Request, limit: int
 ) -> tuple[list[service.UploadedFile], service.JobOptions]:
     form = await request.form(max_files=1000, max_fields=20)
-    files, total = [], 0
+    files: list[service.UploadedFile] = []
+    total = 0
     for item in form.getlist("file"):
         if not isinstance(item, UploadFile):
             raise InvalidRequest("'file' must be a file part")

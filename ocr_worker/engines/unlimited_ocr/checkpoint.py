@@ -34,13 +34,14 @@ def load_model(model_path: Path, *, device: torch.device, dtype: torch.dtype) ->
     """The native model with the checkpoint's weights; refuses missing or unexpected tensors."""
     from transformers.models.unlimited_ocr import UnlimitedOcrForConditionalGeneration
 
-    model, info = UnlimitedOcrForConditionalGeneration.from_pretrained(
+    loaded: Any = UnlimitedOcrForConditionalGeneration.from_pretrained(
         str(model_path),
         config=read_config(model_path),
         local_files_only=True,
         dtype=dtype,
         output_loading_info=True,
     )
+    model, info = loaded
     problems = {k: v for k, v in info.items() if v and k != "error_msgs"} | (
         {"error_msgs": info["error_msgs"]} if info.get("error_msgs") else {}
     )

@@ -66,19 +66,18 @@ class CudaGraphSteps:
         from ocr_worker.engines.unlimited_ocr.model_runner import BatchRows
 
         device = self.runner.device
-        long = dict(dtype=torch.long, device=device)
         static = BatchRows(
-            rows=torch.empty(count, width, **long),
+            rows=torch.empty(count, width, dtype=torch.long, device=device),
             prefix_valid=torch.empty(count, width, dtype=torch.bool, device=device),
-            ring_column=torch.empty(count, width, **long),
-            ring_rows=torch.empty(count, window, **long),
+            ring_column=torch.empty(count, width, dtype=torch.long, device=device),
+            ring_rows=torch.empty(count, window, dtype=torch.long, device=device),
             window=window,
             scored=False,
         )
         _pad(static, self.runner.scratch_row)
-        tokens = torch.zeros(count, **long)
-        positions = torch.zeros(count, **long)
-        generated = torch.ones(count, **long)
+        tokens = torch.zeros(count, dtype=torch.long, device=device)
+        positions = torch.zeros(count, dtype=torch.long, device=device)
+        generated = torch.ones(count, dtype=torch.long, device=device)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream), torch.no_grad():

@@ -9,11 +9,11 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
@@ -38,7 +38,7 @@ class BatchRows:
 class ModelRunner:
     def __init__(
         self,
-        model: nn.Module,
+        model: Any,  # UnlimitedOcrForConditionalGeneration (transformers' module types are loose)
         *,
         num_blocks: int,
         block_size: int,
@@ -47,12 +47,14 @@ class ModelRunner:
         selector: BlockSelector | None = None,
         cuda_graphs: bool = False,
     ) -> None:
-        text = model.model.language_model  # type: ignore[union-attr]
+        text = model.model.language_model
         config = text.config
-        self.embed, self.layers, self.norm = text.embed_tokens, text.layers, text.norm
-        self.lm_head = model.lm_head  # type: ignore[union-attr]
+        self.embed: Any = text.embed_tokens
+        self.layers: Any = text.layers
+        self.norm: Any = text.norm
+        self.lm_head: Any = model.lm_head
         self.num_heads, self.head_dim = config.num_attention_heads, config.head_dim
-        self.max_positions = config.max_position_embeddings  # 32,768: groups stay inside it
+        self.max_positions: int = config.max_position_embeddings  # 32,768: groups stay in it
         self.inv_freq = text.rotary_emb.inv_freq.to(device=device, dtype=torch.float32)
         self.block_size, self.device, self.dtype = block_size, device, dtype
         self.selector = selector
@@ -227,7 +229,10 @@ class ModelRunner:
 
     # -- layer pieces (the native modules' weights) ----------------------------------------
 
-    def _qkv(self, layer: nn.Module, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):  # type: ignore[no-untyped-def]
+    def _qkv(
+        self, layer: Any, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """h: (N, hidden) -> q, k (rotated), v: (N, H, D)."""
         attn = layer.self_attn
         h = layer.input_layernorm(h)
         shape = (h.shape[0], self.num_heads, self.head_dim)
@@ -236,9 +241,7 @@ class ModelRunner:
         v = attn.v_proj(h).view(shape)
         return self.rotate(q, cos, sin), self.rotate(k, cos, sin), v
 
-    def _finish_layer(
-        self, layer: nn.Module, x: torch.Tensor, attn_out: torch.Tensor
-    ) -> torch.Tensor:
+    def _finish_layer(self, layer: Any, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         x = x + layer.self_attn.o_proj(attn_out)
         return x + layer.mlp(layer.post_attention_layernorm(x))
 
