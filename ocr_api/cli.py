@@ -108,18 +108,19 @@ def worker(gpus: str, queues: str | None, concurrency: int, beat: bool) -> None:
 @main.command()
 def beat() -> None:
     """Run the scheduler alone (one per deployment)."""
-    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "beat"])
+    from ocr_worker.launcher import CELERY_ARGV
+
+    os.execv(sys.executable, [*CELERY_ARGV, "beat"])
 
 
 @main.command()
 @click.option("--port", default=5555, show_default=True)
 def flower(port: int) -> None:
     """Operators' console for the workers and their page-group tasks."""
+    from ocr_worker.launcher import CELERY_ARGV
+
     _settings()
-    os.execv(
-        sys.executable,
-        [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "flower", f"--port={port}"],
-    )
+    os.execv(sys.executable, [*CELERY_ARGV, "flower", f"--port={port}"])
 
 
 @main.group()

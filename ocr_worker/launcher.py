@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ocr_api.core.contracts import QUEUE_BACKLOG, QUEUE_CONTROL, QUEUE_INTERACTIVE
 
 OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_BACKLOG)
+CELERY_ARGV = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks"]  # our app, its tasks
 
 
 @dataclass(frozen=True)
@@ -64,20 +65,7 @@ def worker_specs(
     extra_args: tuple[str, ...] = (),
 ) -> list[WorkerSpec]:
     host = host or socket.gethostname()
-    base = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "ocr_worker.tasks",
-        "worker",
-        "--pool",
-        "prefork",
-        "-Q",
-        ",".join(queues),
-        "-E",
-        *extra_args,
-    ]
+    base = [*CELERY_ARGV, "worker", "--pool", "prefork", "-Q", ",".join(queues), "-E", *extra_args]
     if not cards:
         argv = [*base, "-n", f"cpu@{host}", "--concurrency", str(concurrency)]
         return [WorkerSpec(f"cpu@{host}", {}, argv)]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from ocr_worker.launcher import CELERY_ARGV
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -80,11 +82,7 @@ def celery_worker(
     env: dict[str, str], logs: Path, *, name: str, queues: str, beat: bool
 ) -> Process:
     argv = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "ocr_worker.tasks",
+        *CELERY_ARGV,
         "worker",
         "--pool",
         "prefork",
@@ -120,11 +118,7 @@ def api_server(env: dict[str, str], logs: Path, port: int, workers: int = 1) -> 
 
 def flower(env: dict[str, str], logs: Path, port: int) -> Process:
     argv = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "ocr_worker.tasks",
+        *CELERY_ARGV,
         "flower",
         f"--port={port}",
         "--address=127.0.0.1",
