@@ -168,9 +168,11 @@ class UnlimitedOcrEngine(OcrEngine):
             window=128 if pages == 1 else 1024,
         )
         guard.seed(prompt_ids)
-        keep = () if group.is_last else tuple(p.page_no for p in group.pages[-self.overlap :])
-        if not self.overlap:
-            keep = ()
+        keep = (
+            tuple(p.page_no for p in group.pages[-self.overlap :])
+            if self.overlap and not group.is_last
+            else ()
+        )
         return DecodeRequest(
             f"{group.job_id}:{group.group_index}",
             reused,

@@ -98,11 +98,6 @@ class ModelRunner:
             segment.first_position = first_position
         self._batch_cache = None
 
-    def prefix_rows(self, sequence: Sequence) -> torch.Tensor:
-        return torch.cat([self.rows(s.blocks) for s in sequence.segments])
-
-    # -- prefill ----------------------------------------------------------------------------
-
     @torch.no_grad()
     def prefill(self, sequence: Sequence, new: list[Segment], embeds: torch.Tensor) -> torch.Tensor:
         """Compute the KV of the ``new`` segments (embeds: (T, hidden)) attending to the

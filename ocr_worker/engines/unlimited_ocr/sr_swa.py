@@ -82,11 +82,10 @@ class BlockSelector:
     def _rows_for(
         self, runner: ModelRunner, layer: int, q: torch.Tensor, sequence: Sequence
     ) -> torch.Tensor | None:
-        blocks = self._candidates(sequence)
-        total = sum(len(s.blocks.block_ids) for s in sequence.segments)
-        if total <= self.settings.max_blocks and len(blocks) == total:
+        plan = self.plan(sequence)
+        if plan is None:
             return None  # the budget covers everything: plain R-SWA
-        best = self._best(runner, layer, q, blocks)
+        best = self._best(runner, layer, q, plan.blocks)
         ring = runner.rows(sequence.ring, sequence.window)[: sequence.valid_ring_slots_after_feed()]
         return torch.cat([runner.rows(block) for block in best] + [ring])
 
