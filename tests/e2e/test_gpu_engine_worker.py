@@ -1,5 +1,5 @@
-"""A job end to end through `uocr worker --gpus all` running the GPU engine class (on CPU here,
-the GPU count faked through configuration) with the tiny checkpoint, loaded by the real loader."""
+"""Jobs end to end through `uocr worker --gpus all` running the GPU engine class (on CPU here,
+two cards faked through configuration) with the tiny checkpoint, loaded by the real loader."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_documents_run_through_the_gpu_engine_worker(
         "UOCR_REDIS__URL": f"{service_urls.redis}/{int(tag[3:], 16) % 15 + 1}",
         "UOCR_S3__ENDPOINT_URL": service_urls.s3,
         "UOCR_S3__BUCKET": tag,
-        "UOCR_GPU_COUNT": "1",
+        "UOCR_GPU_COUNT": "2",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -57,9 +57,11 @@ def test_documents_run_through_the_gpu_engine_worker(
     sessions = make_session_factory(make_engine(settings.database))
     try:
         app = make_celery(settings)
-        node = f"gpu0@{os.uname().nodename}"
+        nodes = [f"gpu{card}@{os.uname().nodename}" for card in (0, 1)]  # one per card
         wait_until(
-            lambda: app.control.ping(destination=[node], timeout=0.5), 90, what=f"{node} to answer"
+            lambda: len(app.control.ping(destination=nodes, timeout=0.5)) == 2,
+            120,
+            what=f"{nodes} to answer",
         )
         tenant = Stack(settings, env, sessions, S3ObjectStore(settings.s3)).new_tenant()
         with TestClient(create_app(settings)) as client:
