@@ -70,6 +70,7 @@ class UnlimitedOcrSettings(_Section):
     sr_swa_page_gate: bool = True
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
     cuda_graphs: bool = True  # replay the decode step as a CUDA graph (GPU only)
+    kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group
 
 
 class WorkerSettings(_Section):

@@ -42,6 +42,7 @@ PAGE_MARKER = "<PAGE>"
 class KeptPages:
     page_nos: tuple[int, ...]
     segments: list[Segment]
+    since: float  # monotonic time kept; a document whose next group went elsewhere expires
 
 
 class UnlimitedOcrEngine(OcrEngine):
@@ -126,6 +127,7 @@ class UnlimitedOcrEngine(OcrEngine):
 
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         started = time.perf_counter()
+        self._expire_kept()
         request = self._request(group)
         finished = self.loop.decode(request)
         self._keep(group, finished.kept)
@@ -136,9 +138,18 @@ class UnlimitedOcrEngine(OcrEngine):
         return results
 
     def end_document(self, job_id: str) -> None:
-        kept = self._kept.pop(job_id, None)
+        self._release(self._kept.pop(job_id, None))
+
+    def _release(self, kept: KeptPages | None) -> None:
         if kept is not None:
             self.loop.call(lambda: free_segments(self.loop.scheduler.workspace, kept.segments))
+
+    def _expire_kept(self) -> None:
+        """Boundary pages whose next group never came here (another worker took it, or the
+        job died) go back to the pool after ``kept_pages_seconds``."""
+        cutoff = time.monotonic() - self.options.kept_pages_seconds
+        for job_id in [j for j, kept in self._kept.items() if kept.since < cutoff]:
+            self._release(self._kept.pop(job_id, None))
 
     # -- building the sequence -----------------------------------------------------------------
 
@@ -150,8 +161,7 @@ class UnlimitedOcrEngine(OcrEngine):
         if kept is not None and kept.page_nos == context_nos:
             reused = kept.segments  # BOS + the boundary pages, already in the pool
         else:
-            if kept is not None:
-                self.loop.call(lambda: free_segments(self.loop.scheduler.workspace, kept.segments))
+            self._release(kept)
             new.append(NewSegment("bos", self._embed([self.bos_id])))
             new += self._page_segments(group.context)
         new += self._page_segments(group.pages)
@@ -208,7 +218,7 @@ class UnlimitedOcrEngine(OcrEngine):
     def _keep(self, group: PageGroupInput, kept: list[Segment]) -> None:
         if kept:
             page_nos = tuple(s.page_no for s in kept if s.kind == "page")
-            self._kept[group.job_id] = KeptPages(page_nos, kept)  # type: ignore[arg-type]
+            self._kept[group.job_id] = KeptPages(page_nos, kept, time.monotonic())  # type: ignore[arg-type]
 
     # -- reading the output --------------------------------------------------------------------
 

@@ -71,3 +71,20 @@ def test_a_corrupt_checkpoint_is_refused_naming_the_file(checkpoint: Path, tmp_p
     weights.write_bytes(weights.read_bytes()[:-10])
     with pytest.raises(Exception, match="model.safetensors"):
         _engine(broken)
+
+
+def test_kept_boundary_pages_expire_when_their_next_group_never_comes(checkpoint: Path) -> None:
+    settings = load_settings(
+        engine="unlimited_ocr",
+        model_path=checkpoint,
+        page_group_size=3,
+        page_group_overlap=1,
+        visual_cache_workspace_gb=0.001,
+        unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4, "kept_pages_seconds": 0},
+    )
+    engine = UnlimitedOcrEngine.from_settings(settings)
+    workspace = engine.loop.scheduler.workspace
+    engine.run_group(PageGroupInput("moved", 0, [], [_page(1), _page(2)], False))
+    assert workspace.num_used > 0  # BOS and page 2 wait for group 1 (it went elsewhere)
+    engine.run_group(PageGroupInput("other", 0, [], [_page(7)], True))
+    assert workspace.num_used == 0
