@@ -24,14 +24,14 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _engine(path: Path) -> UnlimitedOcrEngine:
+def _engine(path: Path, **options: int) -> UnlimitedOcrEngine:
     settings = load_settings(
         engine="unlimited_ocr",
         model_path=path,
         page_group_size=3,
         page_group_overlap=1,
         visual_cache_workspace_gb=0.001,
-        unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4},
+        unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4, **options},
     )
     return UnlimitedOcrEngine.from_settings(settings)
 
@@ -74,15 +74,7 @@ def test_a_corrupt_checkpoint_is_refused_naming_the_file(checkpoint: Path, tmp_p
 
 
 def test_kept_boundary_pages_expire_when_their_next_group_never_comes(checkpoint: Path) -> None:
-    settings = load_settings(
-        engine="unlimited_ocr",
-        model_path=checkpoint,
-        page_group_size=3,
-        page_group_overlap=1,
-        visual_cache_workspace_gb=0.001,
-        unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4, "kept_pages_seconds": 0},
-    )
-    engine = UnlimitedOcrEngine.from_settings(settings)
+    engine = _engine(checkpoint, kept_pages_seconds=0)
     workspace = engine.loop.scheduler.workspace
     engine.run_group(PageGroupInput("moved", 0, [], [_page(1), _page(2)], False))
     assert workspace.num_used > 0  # BOS and page 2 wait for group 1 (it went elsewhere)
