@@ -35,7 +35,7 @@ class WorkerRuntime:
             settings=settings,
             sessions=make_session_factory(make_engine(settings.database)),
             store=make_object_store(settings.s3),
-            dispatcher=CeleryDispatcher(app, settings.worker),
+            dispatcher=CeleryDispatcher(app, settings.group_time_limit),
             http=httpx.Client(),
         )
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from celery import Celery
 
 from ocr_api.core.contracts import PRIORITY_QUEUES, TASK_DELIVER_WEBHOOK, TASK_PAGE_GROUP
-from ocr_api.core.settings import WorkerSettings
 
 
 class Dispatcher(Protocol):
@@ -18,22 +18,15 @@ class Dispatcher(Protocol):
     def enqueue_webhook(self, *, delivery_id: str, countdown: float = 0) -> None: ...
 
 
-def group_time_limit(settings: WorkerSettings, group_pages: int) -> int:
-    """Hard limit for one page group; it grows with the group's page count."""
-    return settings.group_time_limit_base_seconds + (
-        settings.group_time_limit_per_page_seconds * group_pages
-    )
-
-
 class CeleryDispatcher:
-    def __init__(self, app: Celery, settings: WorkerSettings) -> None:
+    def __init__(self, app: Celery, time_limit: Callable[[int], int]) -> None:
         self.app = app
-        self.settings = settings
+        self.time_limit = time_limit  # seconds for a group of n pages
 
     def enqueue_group(
         self, *, job_id: str, group_index: int, priority: str, group_pages: int
     ) -> str | None:
-        hard = group_time_limit(self.settings, group_pages)
+        hard = self.time_limit(group_pages)
         result = self.app.send_task(
             TASK_PAGE_GROUP,
             args=[job_id, group_index],

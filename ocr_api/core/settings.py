@@ -134,13 +134,17 @@ class Settings(BaseSettings):
             raise ValueError("s3.secret_access_key still has its development placeholder")
         return self
 
+    def group_time_limit(self, group_pages: int) -> int:
+        """Hard time limit of one page group: it grows with the group's pages, and is never
+        below ``request_timeout_seconds``."""
+        w = self.worker
+        grown = w.group_time_limit_base_seconds + w.group_time_limit_per_page_seconds * group_pages
+        return max(self.request_timeout_seconds, grown)
+
     @property
     def max_group_time_limit(self) -> int:
-        """Hard time limit of the largest page group; the broker's visibility timeout exceeds it."""
-        w = self.worker
-        return w.group_time_limit_base_seconds + w.group_time_limit_per_page_seconds * (
-            self.page_group_size
-        )
+        """The largest group's limit; the broker's visibility timeout stays above it."""
+        return self.group_time_limit(self.page_group_size)
 
     @classmethod
     def settings_customise_sources(

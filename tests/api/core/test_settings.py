@@ -60,3 +60,10 @@ def test_a_config_file_is_read_and_environment_wins(
 def test_production_refuses_the_placeholder_secret() -> None:
     with pytest.raises(SettingsError, match="placeholder"):
         load_settings(environment="production")
+
+
+def test_group_time_limits_grow_with_pages_above_the_request_timeout() -> None:
+    settings = load_settings(request_timeout_seconds=300, page_group_size=8)
+    assert settings.group_time_limit(1) == 300  # the floor
+    assert settings.group_time_limit(8) == 60 + 60 * 8
+    assert settings.max_group_time_limit == 540
