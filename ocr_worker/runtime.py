@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import httpx
 from celery import Celery
@@ -28,6 +29,7 @@ class WorkerRuntime:
     http: httpx.Client
     engine: OcrEngine | None = None
     _pipeline: PageGroupPipeline | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # task threads share it
 
     @classmethod
     def build(cls, settings: Settings, app: Celery) -> WorkerRuntime:
@@ -42,6 +44,10 @@ class WorkerRuntime:
     @property
     def pipeline(self) -> PageGroupPipeline:
         """The engine loads on first use, so a control-only worker never loads a model."""
+        with self._lock:
+            return self._build_pipeline()
+
+    def _build_pipeline(self) -> PageGroupPipeline:
         if self._pipeline is None:
             self.engine = self.engine or make_ocr_engine(self.settings)
             self._pipeline = PageGroupPipeline(

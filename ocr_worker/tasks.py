@@ -59,8 +59,7 @@ def _load_in_threads_worker(**_: Any) -> None:
 def _preload() -> None:
     runtime = _Process.get()
     if settings.worker.preload_engine:
-        with _Process.lock:
-            runtime.pipeline  # noqa: B018 - load the engine now, not on the first task
+        runtime.pipeline  # noqa: B018 - load the engine now, not on the first task
         log.info("worker.ready", engine=settings.engine)
 
 
