@@ -16,6 +16,6 @@ CMD ["uocr", "api"]
 
 FROM base AS gpu
 USER root
-RUN pip install --index-url https://download.pytorch.org/whl/cu128 torch \
-    && pip install -e '.[gpu]'
+# PyPI's Linux torch wheels carry CUDA.
+RUN pip install -e '.[gpu]'
 USER uocr
