@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from ocr_api.core.settings import Settings, SettingsError, get_settings
+
+T = TypeVar("T")
 
 
 def _settings() -> Settings:
@@ -180,22 +184,26 @@ def model() -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def model_manifest(path: Path) -> None:
     """Record the sha256 of every weight, config and tokenizer file in PATH."""
-    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError, write_manifest
+    from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
 
-    try:
-        click.echo(f"wrote {write_manifest(path)}")
-    except ManifestError as error:
-        raise click.ClickException(str(error)) from None
+    click.echo(f"wrote {_manifest_step(write_manifest, path)}")
 
 
 @model.command("verify")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def model_verify(path: Path) -> None:
     """Check PATH against its manifest; refuses a partial or corrupt download."""
-    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError, verify_manifest
+    from ocr_worker.engines.unlimited_ocr.manifest import verify_manifest
+
+    click.echo(f"{_manifest_step(verify_manifest, path)} files verified")
+
+
+def _manifest_step(step: Callable[[Path], T], path: Path) -> T:
+    """Run a manifest step; its error becomes the command's message, naming the file."""
+    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError
 
     try:
-        click.echo(f"{verify_manifest(path)} files verified")
+        return step(path)
     except ManifestError as error:
         raise click.ClickException(str(error)) from None
 

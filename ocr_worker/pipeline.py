@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ocr_api.core import job_lifecycle
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.models import Job, Page, PageGroup
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore
@@ -136,12 +136,7 @@ class PageGroupPipeline:
             return self._claimed(session, job, group)
 
     def _claimed(self, session: Session, job: Job, group: PageGroup) -> ClaimedGroup:
-        rows = session.scalars(
-            select(Page)
-            .where(Page.job_id == job.id)
-            .where(Page.position.between(group.first_position, group.last_position))
-            .order_by(Page.position)
-        ).all()
+        rows = _pages_between(session, job.id, group.first_position, group.last_position)
         context_end = group.first_position + group.overlap
         pages = [p for p in rows if p.position >= context_end and p.status != "succeeded"]
         for page in pages:
@@ -246,22 +241,12 @@ class PageGroupPipeline:
             self.engine.end_document(job_id)
 
     def _queue(self, job: Job, group: PageGroup) -> None:
-        if group.enqueued_at is not None:
-            return  # a redelivered task already queued it
-        group.task_id = self.dispatcher.enqueue_group(
-            job_id=job.id,
-            group_index=group.group_index,
-            priority=job.priority,
-            group_pages=group.last_position - group.first_position + 1,
-        )
-        group.enqueued_at = utcnow()
+        if group.enqueued_at is None:  # else a redelivered task already queued it
+            queue_group(self.dispatcher, group, priority=job.priority)
 
     def _finish(self, session: Session, job: Job, *, canceled: bool) -> str | None:
         if canceled:
             job_lifecycle.finish_canceled(job)
-            for group in job.groups:
-                if group.status == "pending":
-                    group.status = "canceled"
         else:
             job_lifecycle.finish(job)
         assembly.write_progress(self.store, job)
@@ -283,12 +268,17 @@ def _lock_group(session: Session, job_id: str, group_index: int) -> PageGroup | 
 
 
 def _group_pages(session: Session, group: PageGroup) -> list[Page]:
-    first_output = group.first_position + group.overlap
+    """The pages a group outputs (its context pages excluded)."""
+    return _pages_between(
+        session, group.job_id, group.first_position + group.overlap, group.last_position
+    )
+
+
+def _pages_between(session: Session, job_id: str, first: int, last: int) -> list[Page]:
     return list(
         session.scalars(
             select(Page)
-            .where(Page.job_id == group.job_id)
-            .where(Page.position.between(first_output, group.last_position))
+            .where(Page.job_id == job_id, Page.position.between(first, last))
             .order_by(Page.position)
         )
     )

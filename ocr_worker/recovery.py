@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.models import Job, Page, PageGroup
 
 log = structlog.get_logger(__name__)
@@ -29,13 +29,7 @@ def recover_stale_groups(sessions: sessionmaker[Session], dispatcher: Dispatcher
             assert job is not None
             _reset_pages(session, group)
             group.status, group.lease_owner, group.lease_expires_at = "pending", None, None
-            group.task_id = dispatcher.enqueue_group(
-                job_id=group.job_id,
-                group_index=group.group_index,
-                priority=job.priority,
-                group_pages=group.last_position - group.first_position + 1,
-            )
-            group.enqueued_at = utcnow()
+            queue_group(dispatcher, group, priority=job.priority)
             recovered.append(f"{group.job_id}:{group.group_index}")
             log.warning("page_group.recovered", job_id=group.job_id, page_group=group.group_index)
     return recovered
@@ -65,7 +59,7 @@ def resume_stalled_jobs(
                 job_id=job.id,
                 group_index=last.group_index,
                 priority=job.priority,
-                group_pages=last.last_position - last.first_position + 1,
+                group_pages=last.num_pages,
             )
             resumed.append(f"{job.id}:{last.group_index}")
             log.warning("job.resumed", job_id=job.id, page_group=last.group_index)

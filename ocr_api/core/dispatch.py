@@ -8,6 +8,8 @@ from typing import Protocol
 from celery import Celery
 
 from ocr_api.core.contracts import PRIORITY_QUEUES, TASK_DELIVER_WEBHOOK, TASK_PAGE_GROUP
+from ocr_api.core.db import utcnow
+from ocr_api.core.models import PageGroup
 
 
 class Dispatcher(Protocol):
@@ -38,3 +40,14 @@ class CeleryDispatcher:
 
     def enqueue_webhook(self, *, delivery_id: str, countdown: float = 0) -> None:
         self.app.send_task(TASK_DELIVER_WEBHOOK, args=[delivery_id], countdown=countdown)
+
+
+def queue_group(dispatcher: Dispatcher, group: PageGroup, *, priority: str) -> None:
+    """Send a page group's task and record it on the row (the caller's transaction)."""
+    group.task_id = dispatcher.enqueue_group(
+        job_id=group.job_id,
+        group_index=group.group_index,
+        priority=priority,
+        group_pages=group.num_pages,
+    )
+    group.enqueued_at = utcnow()

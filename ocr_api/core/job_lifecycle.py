@@ -43,15 +43,18 @@ def start(job: Job) -> None:
 def request_cancel(job: Job) -> None:
     """A queued job is canceled at once; a running one stops after its current page group."""
     if job.status == QUEUED:
-        _move(job, CANCELED)
-        job.finished_at = utcnow()
+        finish_canceled(job)
     elif job.status == RUNNING:
         job.cancel_requested = True
 
 
 def finish_canceled(job: Job) -> None:
+    """Canceled now: page groups not yet run never will be."""
     _move(job, CANCELED)
     job.finished_at = utcnow()
+    for group in job.groups:
+        if group.status == "pending":
+            group.status = "canceled"
 
 
 def finish(job: Job) -> None:
@@ -60,10 +63,4 @@ def finish(job: Job) -> None:
     _move(job, FAILED if all_failed else SUCCEEDED)
     if all_failed:
         job.error = job.error or "every page failed"
-    job.finished_at = utcnow()
-
-
-def fail(job: Job, reason: str) -> None:
-    _move(job, FAILED)
-    job.error = reason
     job.finished_at = utcnow()

@@ -106,6 +106,11 @@ class PageGroup(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     job: Mapped[Job] = relationship(back_populates="groups")
 
+    @property
+    def num_pages(self) -> int:
+        """Pages decoded in this group, context included (what its time limit grows with)."""
+        return self.last_position - self.first_position + 1
+
 
 class WebhookDelivery(Base):
     """An event stored before it is sent, so a receiver that is down never loses it."""

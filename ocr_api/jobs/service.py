@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core import job_lifecycle, object_keys
 from ocr_api.core.db import transaction
-from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.errors import (
     InvalidRequest,
     NotFound,
@@ -193,18 +193,12 @@ def _dispatch_first_group(
             select(PageGroup).where(PageGroup.job_id == job.id, PageGroup.group_index == 0)
         ).one()
         try:
-            group.task_id = dispatcher.enqueue_group(
-                job_id=job.id,
-                group_index=0,
-                priority=job.priority,
-                group_pages=group.last_position - group.first_position + 1,
-            )
+            queue_group(dispatcher, group, priority=job.priority)
         except Exception:
             # No broker: take the job back rather than leave one that never runs.
             session.delete(session.get(Job, job.id))
             store.delete(stored_keys)
             raise ServiceUnavailable("the task queue is unreachable; nothing was kept") from None
-        group.enqueued_at = job.created_at
 
 
 def _find_by_key(sessions: sessionmaker[Session], tenant_id: str, key: str) -> Job | None:
@@ -256,8 +250,6 @@ def cancel_job(
             return
         job_lifecycle.request_cancel(job)
         if job.status == job_lifecycle.CANCELED:
-            for group in job.groups:
-                group.status = "canceled"
             delivery_id = record_job_finished(
                 session, job, public_base_url=settings.public_base_url
             )
