@@ -24,6 +24,7 @@ from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
+from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
 
 PAGE_TOKENS, PROMPT_TOKENS = 273, 5  # + BOS = 273 * pages + 6, as in ENGINE_NOTES' baseline
@@ -46,7 +47,7 @@ def build_model(tiny: bool, device: torch.device, dtype: torch.dtype):  # type: 
         config = UnlimitedOcrConfig()  # the defaults are the official v1
     with torch.device("meta"):
         model = UnlimitedOcrForConditionalGeneration(config)
-    model = model.to_empty(device=device).to(dtype)
+    model = model.to_empty(device=device).to(dtype)  # type: ignore[arg-type]
     generator = torch.Generator(device=device).manual_seed(0)
     with torch.no_grad():
         for name, param in model.named_parameters():
@@ -153,7 +154,8 @@ class Engine:
 
     def document(self, name: str, pages: int, new_tokens: int) -> int:
         """Decode one document group by group; returns the tokens generated."""
-        kept, total = [], 0
+        kept: list[Segment] = []
+        total = 0
         groups = self.planner.plan(pages)
         for group in groups:
             new = (

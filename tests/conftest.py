@@ -3,6 +3,7 @@ own fresh database, bucket and Redis database, so runs never see each other's da
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from collections.abc import Iterator
@@ -48,6 +49,19 @@ def service_urls() -> ServiceUrls:
             pytest.fail(message)
         pytest.skip(message)
     return ServiceUrls(*values)  # type: ignore[arg-type]
+
+
+_redis_databases = itertools.count(1)  # 0 is left to whoever runs Redis by hand
+
+
+def fresh_redis_url(service_urls: ServiceUrls) -> str:
+    """A Redis database no other deployment in this test session uses. Workers of different
+    deployments live at once (the session's stack outlives a test's own workers), and one on a
+    shared database would take the other's page-group tasks, find no such job and drop them."""
+    index = next(_redis_databases)
+    if index > 15:
+        raise RuntimeError("Redis has 16 databases: too many deployments in one test session")
+    return f"{service_urls.redis}/{index}"
 
 
 @dataclass
@@ -102,11 +116,10 @@ def drop_database(admin_url: str, tag: str) -> None:
 def stack(service_urls: ServiceUrls) -> Iterator[Stack]:
     tag = uuid.uuid4().hex[:10]
     db_url = create_database(service_urls.database_admin, tag)
-    redis_index = int(tag, 16) % 15 + 1
     env = {
         **TEST_SETTINGS_ENV,
         "UOCR_DATABASE__URL": db_url,
-        "UOCR_REDIS__URL": f"{service_urls.redis}/{redis_index}",
+        "UOCR_REDIS__URL": fresh_redis_url(service_urls),
         "UOCR_S3__ENDPOINT_URL": service_urls.s3,
         "UOCR_S3__BUCKET": f"uocr-{tag}",
         "UOCR_LOG_LEVEL": "info",

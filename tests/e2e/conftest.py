@@ -32,7 +32,7 @@ class Service:
     logs: Path
     api_url: str
     flower_url: str
-    ocr_worker: Process
+    ocr_worker: Process | None
     receiver: WebhookReceiver
 
     def client(self, tenant: CreatedKey) -> httpx.Client:
@@ -82,7 +82,7 @@ def service(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         f"http://127.0.0.1:{flower_port}",
         ocr_worker=None,
         receiver=receiver,
-    )  # type: ignore[arg-type]
+    )
     try:
         service.start_ocr_worker()
         wait_http(f"{service.api_url}/healthz")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -13,7 +13,6 @@ TERMINAL = ("succeeded", "failed", "canceled")
 def submit(
     client: httpx.Client,
     data: bytes,
-    *,
     name: str = "doc.pdf",
     headers: dict[str, str] | None = None,
     **form: str,
@@ -21,8 +20,12 @@ def submit(
     return client.post("/v1/jobs", files={"file": (name, data)}, data=form, headers=headers or {})
 
 
+class JobsClient(Protocol):  # an httpx client on the API, or FastAPI's TestClient
+    def get(self, url: str) -> Any: ...  # httpx (or httpx2) Response
+
+
 def wait_for(
-    client: httpx.Client, job_id: str, *, timeout: float = 180, until: tuple[str, ...] = TERMINAL
+    client: JobsClient, job_id: str, *, timeout: float = 180, until: tuple[str, ...] = TERMINAL
 ) -> tuple[dict[str, Any], list[int]]:
     """Poll until the job's status is in ``until``; also returns every pages_done value seen."""
     seen: list[int] = []

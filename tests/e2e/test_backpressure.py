@@ -11,7 +11,7 @@ from ocr_api.core.db import make_engine, make_session_factory
 from ocr_api.core.models import Job
 from ocr_api.core.storage import S3ObjectStore
 from ocr_api.main import create_app
-from tests.conftest import ServiceUrls, Stack, create_database, drop_database
+from tests.conftest import ServiceUrls, Stack, create_database, drop_database, fresh_redis_url
 from tests.factories import sample_pages, scanned_pdf
 
 
@@ -23,7 +23,7 @@ def test_a_full_queue_answers_429_with_retry_after(stack: Stack, service_urls: S
         update={
             "queue_max_size": 1,
             "database": stack.settings.database.model_copy(update={"url": database}),
-            "redis": stack.settings.redis.model_copy(update={"url": f"{service_urls.redis}/0"}),
+            "redis": stack.settings.redis.model_copy(update={"url": fresh_redis_url(service_urls)}),
             "s3": stack.settings.s3.model_copy(update={"bucket": f"uocr-{tag}"}),
         }
     )

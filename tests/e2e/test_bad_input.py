@@ -23,7 +23,8 @@ def _pdf(pages: int, **save: object) -> bytes:
 
 
 def _encrypted_pdf() -> bytes:
-    return _pdf(1, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="secret")
+    aes_256 = pymupdf.PDF_ENCRYPT_AES_256  # type: ignore[attr-defined]
+    return _pdf(1, encryption=aes_256, owner_pw="o", user_pw="secret")
 
 
 def _big_png() -> bytes:
@@ -54,7 +55,7 @@ def test_bad_upload_is_refused_and_nothing_is_kept(
 ) -> None:
     tenant = service.stack.new_tenant()
     with service.client(tenant) as client:
-        response = submit(client, data, name=f"{case}.pdf", **form)
+        response = submit(client, data, f"{case}.pdf", None, **form)
     assert response.status_code == status, response.text
     assert message in response.json()["detail"]
     with service.stack.sessions() as session:

@@ -71,8 +71,10 @@ def test_a_worker_killed_mid_document_leaves_a_job_that_completes_every_page_onc
             return pages[2]["status"] == "succeeded" and pages[3]["status"] == "running"
 
         wait_until(second_group_running, 120, interval=0.05, what="the second group to run")
-        service.ocr_worker.signal(signal.SIGKILL)  # the whole worker: parent and pool child
-        service.ocr_worker.popen.wait(10)  # type: ignore[union-attr]
+        worker = service.ocr_worker
+        assert worker is not None and worker.popen is not None
+        worker.signal(signal.SIGKILL)  # the whole worker: parent and pool child
+        worker.popen.wait(10)
         service.start_ocr_worker()
         job, _ = wait_for(client, job_id, timeout=180)
 

@@ -17,7 +17,14 @@ from ocr_api.core.settings import load_settings
 from ocr_api.core.storage import S3ObjectStore
 from ocr_api.main import create_app
 from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
-from tests.conftest import TEST_SETTINGS_ENV, ServiceUrls, Stack, create_database, drop_database
+from tests.conftest import (
+    TEST_SETTINGS_ENV,
+    ServiceUrls,
+    Stack,
+    create_database,
+    drop_database,
+    fresh_redis_url,
+)
 from tests.e2e.helpers import wait_for
 from tests.e2e.processes import Process, wait_until
 from tests.factories import sample_pages, scanned_pdf
@@ -39,7 +46,7 @@ def test_documents_run_through_the_gpu_engine_worker(
         "UOCR_UNLIMITED_OCR__MAX_TOKENS_PER_PAGE": "6",
         "UOCR_UNLIMITED_OCR__BLOCK_SIZE": "4",
         "UOCR_DATABASE__URL": create_database(service_urls.database_admin, tag),
-        "UOCR_REDIS__URL": f"{service_urls.redis}/{int(tag[3:], 16) % 15 + 1}",
+        "UOCR_REDIS__URL": fresh_redis_url(service_urls),
         "UOCR_S3__ENDPOINT_URL": service_urls.s3,
         "UOCR_S3__BUCKET": tag,
         "UOCR_GPU_COUNT": "2",
