@@ -47,17 +47,22 @@ class DecodeLoop:
         return done.result()
 
     def _run(self) -> None:
+        stalled = True
         while True:
-            idle = not (self.scheduler.running or self.scheduler.waiting)
-            self._drain(block=idle)
+            # With nothing running and nothing just finished, only an action from the inbox (a
+            # new request, blocks given back) can change anything: wait for one rather than spin
+            # on a request that does not fit yet.
+            self._drain(block=stalled)
             try:
                 finished = self.scheduler.step()
             except Exception as error:  # fail every waiter rather than hang them
                 log.exception("decode_loop.failed")
                 self._fail_all(error)
+                stalled = True
                 continue
             for item in finished:
                 self._pending.pop(item.sequence.seq_id).set_result(item)
+            stalled = not self.scheduler.running and not finished
 
     def _drain(self, *, block: bool) -> None:
         while True:

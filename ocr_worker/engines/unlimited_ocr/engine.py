@@ -2,13 +2,13 @@
 
 A page group becomes one decoding sequence: ``[BOS] + visual tokens of its pages + prompt``.
 The boundary pages' KV stays in the workspace for the document's next group and is reused,
-not recomputed (unless that group lands on another worker, which then recomputes it).
+not recomputed (unless that group lands on another worker, which then recomputes it, or the
+pool needed those blocks first: see kept_pages.py).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -20,6 +20,7 @@ from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
+from ocr_worker.engines.unlimited_ocr.kept_pages import KeptPages, KeptPagesCache
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.manifest import MANIFEST_NAME, verify_manifest
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
@@ -36,13 +37,6 @@ from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
 
 log = structlog.get_logger(__name__)
 PAGE_MARKER = "<PAGE>"
-
-
-@dataclass
-class KeptPages:
-    page_nos: tuple[int, ...]
-    segments: list[Segment]
-    since: float  # monotonic time kept; a document whose next group went elsewhere expires
 
 
 class UnlimitedOcrEngine(OcrEngine):
@@ -95,9 +89,12 @@ class UnlimitedOcrEngine(OcrEngine):
             block_size=workspace.block_size,
             gb=settings.visual_cache_workspace_gb,
         )
-        self.loop = DecodeLoop(Scheduler(runner, workspace, settings.max_concurrency, self.window))
+        self.kept = KeptPagesCache(self.options.kept_pages_seconds)
+        scheduler = Scheduler(
+            runner, workspace, settings.max_concurrency, self.window, reclaim=self._reclaim_oldest
+        )
+        self.loop = DecodeLoop(scheduler)
         self.marker_ids = tuple(tokenizer.encode(PAGE_MARKER, add_special_tokens=False).ids)
-        self._kept: dict[str, KeptPages] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UnlimitedOcrEngine:
@@ -130,7 +127,8 @@ class UnlimitedOcrEngine(OcrEngine):
         self._expire_kept()
         request = self._request(group)
         finished = self.loop.decode(request)
-        self._keep(group, finished.kept)
+        if finished.kept:
+            self._release(self.kept.put(group.job_id, finished.kept))
         results = self._results(group, finished.sequence.generated, finished.sequence.guard)
         elapsed = int((time.perf_counter() - started) * 1000 / max(1, len(results)))
         for result in results:
@@ -138,7 +136,7 @@ class UnlimitedOcrEngine(OcrEngine):
         return results
 
     def end_document(self, job_id: str) -> None:
-        self._release(self._kept.pop(job_id, None))
+        self._release(self.kept.take(job_id))
 
     def _release(self, kept: KeptPages | None) -> None:
         if kept is not None:
@@ -147,14 +145,23 @@ class UnlimitedOcrEngine(OcrEngine):
     def _expire_kept(self) -> None:
         """Boundary pages whose next group never came here (another worker took it, or the
         job died) go back to the pool after ``kept_pages_seconds``."""
-        cutoff = time.monotonic() - self.options.kept_pages_seconds
-        for job_id in [j for j, kept in self._kept.items() if kept.since < cutoff]:
-            self._release(self._kept.pop(job_id, None))
+        for kept in self.kept.take_expired():
+            self._release(kept)
+
+    def _reclaim_oldest(self) -> bool:
+        """On the loop thread, when a waiting request lacks blocks: the oldest kept pages go
+        back to the pool (their document's next group, if it comes here, recomputes them)."""
+        kept = self.kept.take_oldest()
+        if kept is None:
+            return False
+        free_segments(self.loop.scheduler.workspace, kept.segments)
+        log.info("engine.kept_pages_reclaimed", job_id=kept.job_id, pages=list(kept.page_nos))
+        return True
 
     # -- building the sequence -----------------------------------------------------------------
 
     def _request(self, group: PageGroupInput) -> DecodeRequest:
-        kept = self._kept.pop(group.job_id, None)
+        kept = self.kept.take(group.job_id)
         context_nos = tuple(p.page_no for p in group.context)
         reused: list[Segment] = []
         new: list[NewSegment] = []
@@ -214,11 +221,6 @@ class UnlimitedOcrEngine(OcrEngine):
             return self.model.model.language_model.embed_tokens(
                 torch.tensor(ids, device=self.device)
             )
-
-    def _keep(self, group: PageGroupInput, kept: list[Segment]) -> None:
-        if kept:
-            page_nos = tuple(s.page_no for s in kept if s.kind == "page")
-            self._kept[group.job_id] = KeptPages(page_nos, kept, time.monotonic())  # type: ignore[arg-type]
 
     # -- reading the output --------------------------------------------------------------------
 

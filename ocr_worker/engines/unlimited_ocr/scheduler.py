@@ -1,6 +1,7 @@
 """Continuous batching: up to ``max_concurrency`` sequences share each decode step.
 
 A request joins when the workspace has blocks for its new segments and its ring; otherwise it
+first asks ``reclaim`` to give back cached blocks (boundary pages kept for a next group), then
 waits (a full pool makes a sequence wait, never fail). After each step, finished sequences give
 their blocks back, except the segments their document keeps for its next page group.
 """
@@ -8,6 +9,7 @@ their blocks back, except the segments their document keeps for its next page gr
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -51,6 +53,9 @@ class Scheduler:
     waiting: deque[DecodeRequest] = field(default_factory=deque)
     running: list[tuple[Sequence, DecodeRequest]] = field(default_factory=list)
     steps: int = 0  # decode steps run, for benchmarks
+    # Frees some cached blocks (kept boundary pages) and says whether it did; a cache must never
+    # keep a waiting request out of a pool that running sequences do not fill.
+    reclaim: Callable[[], bool] | None = None
 
     def submit(self, request: DecodeRequest) -> None:
         """Queue a request; one that could never run is refused here, alone."""
@@ -96,6 +101,8 @@ class Scheduler:
     def _admit(self) -> None:
         while self.waiting and len(self.running) < self.max_concurrency:
             sequence = self._allocate(self.waiting[0])
+            while sequence is None and self.reclaim is not None and self.reclaim():
+                sequence = self._allocate(self.waiting[0])
             if sequence is None:
                 return  # no room: wait for blocks
             request = self.waiting.popleft()

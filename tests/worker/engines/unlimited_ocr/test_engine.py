@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ocr_api.core.contracts import PageResult
 from ocr_api.core.settings import load_settings
 from ocr_worker.engines.base import PageGroupInput, PageImage
 from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
@@ -24,13 +26,13 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _engine(path: Path, **options: int) -> UnlimitedOcrEngine:
+def _engine(path: Path, workspace_gb: float = 0.001, **options: int) -> UnlimitedOcrEngine:
     settings = load_settings(
         engine="unlimited_ocr",
         model_path=path,
         page_group_size=3,
         page_group_overlap=1,
-        visual_cache_workspace_gb=0.001,
+        visual_cache_workspace_gb=workspace_gb,
         unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4, **options},
     )
     return UnlimitedOcrEngine.from_settings(settings)
@@ -80,3 +82,26 @@ def test_kept_boundary_pages_expire_when_their_next_group_never_comes(checkpoint
     assert workspace.num_used > 0  # BOS and page 2 wait for group 1 (it went elsewhere)
     engine.run_group(PageGroupInput("other", 0, [], [_page(7)], True))
     assert workspace.num_used == 0
+
+
+def test_kept_pages_give_way_to_a_group_that_needs_their_blocks(checkpoint: Path) -> None:
+    # 10 blocks of 4 rows: a 2-page group needs 8 (BOS 1, pages 2 + 2, prompt 1, ring 2) and
+    # keeps 3 (BOS and its boundary page) for a next group that went to another card.
+    engine = _engine(checkpoint, workspace_gb=0.001 * 10 / 174)
+    workspace = engine.loop.scheduler.workspace
+    assert workspace.num_blocks == 10
+    runner = engine.loop.scheduler.runner
+    engine.run_group(PageGroupInput("elsewhere", 0, [], [_page(1), _page(2)], False))
+    assert workspace.num_used == 3
+    pages: list[PageResult] = []
+    group = PageGroupInput("next", 0, [], [_page(3), _page(4)], True)
+    worker = threading.Thread(target=lambda: pages.extend(engine.run_group(group)), daemon=True)
+    worker.start()
+    worker.join(60)  # a hang here is the bug: fail rather than wait forever
+    assert [p.status for p in pages] == ["succeeded", "succeeded"]
+    assert workspace.num_used == 0  # the old kept pages went back to the pool
+    # Had its next group come here after all, it recomputes the boundary page: same pages out.
+    rows_before = runner.prefill_rows_computed
+    resumed = engine.run_group(PageGroupInput("elsewhere", 1, [_page(2)], [_page(5)], True))
+    assert [p.page for p in resumed] == [5]
+    assert runner.prefill_rows_computed - rows_before == 1 + 2 * 7 + 4  # BOS, 2 pages, prompt

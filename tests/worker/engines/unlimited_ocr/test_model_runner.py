@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model, read_config
+from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.scheduler import (
     DecodeRequest,
+    Finished,
     NewSegment,
     Scheduler,
     free_segments,
@@ -113,6 +117,30 @@ def test_a_full_pool_makes_a_sequence_wait_not_fail(model) -> None:  # type: ign
     ours = _outputs(scheduler.run())
     assert ours["a"] == ours["b"] == _reference(model, [1], [5], 10)
     assert scheduler.workspace.peak_used == 6 and scheduler.workspace.num_used == 0
+
+
+def test_the_decode_loop_waits_for_blocks_without_spinning(model) -> None:  # type: ignore[no-untyped-def]
+    scheduler = _scheduler(model, blocks=8)
+    loop = DecodeLoop(scheduler)
+    held = loop.call(lambda: scheduler.workspace.allocate("someone else", 4 * BLOCK))
+    steps = 0
+    step = scheduler.step
+
+    def counted_step() -> list[Finished]:
+        nonlocal steps
+        steps += 1
+        return step()
+
+    scheduler.step = counted_step  # type: ignore[method-assign]
+    out: list[Finished] = []
+    request = _request(model, "a", [1], [5], 10)  # needs 6 blocks; 4 are free
+    waiter = threading.Thread(target=lambda: out.append(loop.decode(request)), daemon=True)
+    waiter.start()
+    time.sleep(0.5)
+    assert not out and steps <= 2  # it waits on the loop's inbox, not in a busy loop
+    loop.call(lambda: scheduler.workspace.free(held))
+    waiter.join(30)
+    assert out and out[0].sequence.generated == _reference(model, [1], [5], 10)
 
 
 def test_continuous_batching_admits_a_request_when_another_finishes(model) -> None:  # type: ignore[no-untyped-def]
