@@ -161,6 +161,36 @@ def keys_create(tenant: str) -> None:
     click.echo(f"webhook_secret={created.webhook_secret}")
 
 
+@keys.command("list")
+@click.option("--tenant", default=None, help="Only this tenant's keys.")
+def keys_list(tenant: str | None) -> None:
+    """List keys by prefix (the keys themselves are not stored)."""
+    from ocr_api.core.db import make_engine, make_session_factory
+    from ocr_api.core.tenants import list_keys
+
+    with make_session_factory(make_engine(_settings().database))() as session:
+        for key in list_keys(session, tenant_name=tenant):
+            state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
+            click.echo(f"{key.prefix}  {key.tenant_name}  {key.created_at:%Y-%m-%d %H:%M}  {state}")
+
+
+@keys.command("revoke")
+@click.argument("prefix")
+def keys_revoke(prefix: str) -> None:
+    """Revoke the key starting with PREFIX (its first 12 characters, as `keys list` shows)."""
+    from ocr_api.core.db import make_engine, make_session_factory, transaction
+    from ocr_api.core.errors import NotFound
+    from ocr_api.core.tenants import revoke_key
+
+    sessions = make_session_factory(make_engine(_settings().database))
+    try:
+        with transaction(sessions) as session:
+            key = revoke_key(session, prefix)
+    except NotFound as error:
+        raise click.ClickException(error.message) from None
+    click.echo(f"revoked {key.prefix} of tenant {key.tenant_name}")
+
+
 @main.group()
 def storage() -> None:
     """Object storage."""

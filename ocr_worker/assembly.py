@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 
+import structlog
+
 from ocr_api.core import object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
+from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
+
+log = structlog.get_logger(__name__)
 
 
 def write_page(store: ObjectStore, job_id: str, result: PageResult) -> str:
@@ -77,7 +82,8 @@ def document_files(job: Job, results: list[PageResult]) -> dict[str, str]:
 
 
 def write_document(store: ObjectStore, job: Job) -> None:
-    files = document_files(job, load_page_results(store, job))
+    results = load_page_results(store, job)
+    files = document_files(job, results)
     types = {
         "json": "application/json",
         "markdown": "text/markdown",
@@ -88,3 +94,16 @@ def write_document(store: ObjectStore, job: Job) -> None:
         store.put(
             object_keys.result_key(job.id, fmt), content.encode(), types[fmt] + "; charset=utf-8"
         )
+    write_searchable_pdf(store, job, results)
+
+
+def write_searchable_pdf(store: ObjectStore, job: Job, results: list[PageResult]) -> None:
+    """The scans with their text layer. Extra to the text results: if it cannot be built, the
+    job keeps its other results and the API says the PDF is missing."""
+    sources = [SourcePage(page.source_key, page.source_index) for page in job.pages]
+    try:
+        data = build_searchable_pdf(store.get, sources, results)
+    except Exception:
+        log.exception("result.searchable_pdf_failed", job_id=job.id)
+        return
+    store.put(object_keys.result_key(job.id, "pdf"), data, "application/pdf")

@@ -17,14 +17,19 @@ from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.migrate import upgrade
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
-from ocr_api.core.storage import LocalObjectStore
+from ocr_api.core.storage import LocalObjectStore, ObjectNotFound
 from ocr_api.core.tenants import create_key
 from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.engines.base import OcrEngine
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
 
-OUTPUT_FILES = {"json": "result.json", "markdown": "result.md", "jsonl": "pages.jsonl"}
+OUTPUT_FILES = {
+    "json": "result.json",
+    "markdown": "result.md",
+    "jsonl": "pages.jsonl",
+    "pdf": "result.pdf",
+}
 
 
 @dataclass
@@ -52,7 +57,8 @@ def run_document(
     engine: OcrEngine | None = None,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Job:
-    """OCR ``path`` into ``out_dir`` (result.json, result.md, pages.jsonl); returns the job."""
+    """OCR ``path`` into ``out_dir`` (result.json, result.md, pages.jsonl, result.pdf); returns
+    the job."""
     state_dir = out_dir / ".uocr"
     shutil.rmtree(state_dir, ignore_errors=True)  # a rerun starts clean
     state_dir.mkdir(parents=True)
@@ -93,5 +99,8 @@ def run_document(
             job = session.get(Job, job.id) or job
         on_progress(job.pages_done, job.page_count)
     for fmt, name in OUTPUT_FILES.items():
-        (out_dir / name).write_bytes(store.get(object_keys.result_key(job.id, fmt)))
+        try:
+            (out_dir / name).write_bytes(store.get(object_keys.result_key(job.id, fmt)))
+        except ObjectNotFound:  # only the searchable PDF may be missing (logged when built)
+            (out_dir / name).unlink(missing_ok=True)
     return job

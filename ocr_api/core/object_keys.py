@@ -21,6 +21,7 @@ def result_key(job_id: str, fmt: str) -> str:
         "markdown": "result.md",
         "text": "result.txt",
         "jsonl": "pages.jsonl",
+        "pdf": "result.pdf",
     }
     return f"jobs/{job_id}/{names[fmt]}"
 

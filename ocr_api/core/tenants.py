@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ocr_api.core.db import utcnow
+from ocr_api.core.errors import NotFound
 from ocr_api.core.models import ApiKey, Tenant
 
 KEY_PREFIX = "uocr_"
@@ -20,6 +23,14 @@ class CreatedKey:
     tenant_name: str
     api_key: str
     webhook_secret: str
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    prefix: str  # the key's first 12 characters: enough to name it, useless to use it
+    tenant_name: str
+    created_at: datetime
+    revoked_at: datetime | None
 
 
 def hash_key(api_key: str) -> str:
@@ -43,3 +54,27 @@ def tenant_for_key(session: Session, api_key: str) -> Tenant | None:
         select(ApiKey).where(ApiKey.key_hash == hash_key(api_key), ApiKey.revoked_at.is_(None))
     )
     return None if row is None else session.get(Tenant, row.tenant_id)
+
+
+def list_keys(session: Session, *, tenant_name: str | None = None) -> list[KeyInfo]:
+    query = select(ApiKey, Tenant.name).join(Tenant).order_by(Tenant.name, ApiKey.created_at)
+    if tenant_name is not None:
+        query = query.where(Tenant.name == tenant_name)
+    return [
+        KeyInfo(key.prefix, name, key.created_at, key.revoked_at)
+        for key, name in session.execute(query).all()
+    ]
+
+
+def revoke_key(session: Session, prefix: str) -> KeyInfo:
+    """Revoke the key whose first characters are ``prefix``; it stops working at once."""
+    named = ApiKey.prefix.startswith(prefix, autoescape=True)  # "_" in a key is no wildcard
+    matches = session.scalars(select(ApiKey).where(named)).all()
+    if len(prefix) < len(KEY_PREFIX) + 4 or len(matches) != 1:
+        found = "no key" if not matches else f"{len(matches)} keys"
+        raise NotFound(f"{found} with prefix {prefix!r}; give the key's first 12 characters")
+    key = matches[0]
+    key.revoked_at = key.revoked_at or utcnow()
+    tenant = session.get(Tenant, key.tenant_id)
+    assert tenant is not None
+    return KeyInfo(key.prefix, tenant.name, key.created_at, key.revoked_at)

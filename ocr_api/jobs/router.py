@@ -158,10 +158,12 @@ def get_result(
     job_id: str,
     state: StateDep,
     tenant: TenantDep,
-    format: Literal["json", "markdown", "text"] = Query("json"),
+    format: Literal["json", "markdown", "text", "pdf"] = Query("json"),
 ) -> Response:
     _finished_job(state, tenant.id, job_id)
-    data = state.store.get(object_keys.result_key(job_id, format))
+    data = _result_object(state, job_id, format)
+    if format == "pdf":
+        return Response(data, media_type="application/pdf")
     media = {"json": "application/json", "markdown": "text/markdown", "text": "text/plain"}
     return Response(data, media_type=f"{media[format]}; charset=utf-8")
 
@@ -171,9 +173,10 @@ def get_result_link(
     job_id: str,
     state: StateDep,
     tenant: TenantDep,
-    format: Literal["json", "markdown", "text", "jsonl"] = Query("json"),
+    format: Literal["json", "markdown", "text", "jsonl", "pdf"] = Query("json"),
 ) -> ResultLink:
     _finished_job(state, tenant.id, job_id)
+    _result_object(state, job_id, format)  # a link to nothing would fail later, in the client
     url = state.store.presigned_url(object_keys.result_key(job_id, format))
     return ResultLink(url=url, expires_in_seconds=state.settings.s3.presign_seconds)
 
@@ -236,3 +239,14 @@ def _public(job: Job) -> JobPublic:
             for p in job.pages
         ],
     )
+
+
+def _result_object(state: AppState, job_id: str, fmt: str) -> bytes:
+    try:
+        return state.store.get(object_keys.result_key(job_id, fmt))
+    except ObjectNotFound:
+        if fmt == "pdf":  # built after the text results, and only logged if it fails
+            raise NotFound(
+                f"job {job_id} has no searchable PDF; its other results are complete"
+            ) from None
+        raise

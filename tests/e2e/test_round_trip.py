@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pymupdf
 
 from ocr_api.webhooks.signing import SIGNATURE_HEADER, verify
 from tests.e2e.conftest import OCR_WORKER_NAME, Service
@@ -55,6 +56,12 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
         assert "Page 4 of the archive" in markdown
         text = client.get(f"/v1/jobs/{job_id}/result", params={"format": "text"}).text
         assert text.count("\f") == 4
+        pdf = client.get(f"/v1/jobs/{job_id}/result", params={"format": "pdf"})
+        assert pdf.headers["content-type"] == "application/pdf"
+        with pymupdf.open(stream=pdf.content, filetype="pdf") as searchable:
+            assert searchable.page_count == 5 and all(p.get_images() for p in searchable)
+            for expected_lines, page in zip(pages, searchable, strict=True):
+                assert character_error_rate("\n".join(expected_lines), page.get_text()) < MAX_CER
 
         page_two = client.get(f"/v1/jobs/{job_id}/pages/2").raise_for_status().json()
         assert page_two["page"] == 2 and "Page 2" in page_two["text"]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import httpx
 
 from tests.e2e.conftest import Service
@@ -45,3 +50,20 @@ def test_requests_without_a_valid_key_are_refused(service: Service) -> None:
     assert httpx.get(f"{service.api_url}/v1/jobs/x").status_code == 401
     bad = httpx.get(f"{service.api_url}/v1/jobs/x", headers={"Authorization": "Bearer uocr_nope"})
     assert bad.status_code == 401 and "invalid" in bad.json()["detail"]
+
+
+def test_a_key_revoked_with_the_cli_is_refused_at_once(service: Service) -> None:
+    tenant = service.stack.new_tenant()
+    with service.client(tenant) as client:
+        assert client.get("/v1/jobs/x").status_code == 404  # the key works
+        revoked = subprocess.run(
+            [str(Path(sys.executable).with_name("uocr")), "keys", "revoke", tenant.api_key[:12]],
+            env={**os.environ, **service.stack.env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert revoked.returncode == 0, revoked.stderr
+        assert f"revoked {tenant.api_key[:12]} of tenant {tenant.tenant_name}" in revoked.stdout
+        refused = client.get("/v1/jobs/x")
+    assert refused.status_code == 401 and "revoked" in refused.json()["detail"]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pymupdf
 from PIL import Image, ImageDraw, ImageFont
 
 from tests.factories import character_error_rate, sample_pages
@@ -33,6 +34,10 @@ def test_uocr_run_writes_ordered_results_for_the_shipped_sample(tmp_path: Path) 
     document = json.loads((tmp_path / "result.json").read_text())
     assert document["pages"] == lines  # the service's result has the same shape
     assert (tmp_path / "result.md").read_text().count("<!-- page") == 3
+    with pymupdf.open(tmp_path / "result.pdf") as searchable:  # the scans, now searchable
+        assert searchable.page_count == 3 and all(page.get_images() for page in searchable)
+        for expected, page in zip(sample_pages(3), searchable, strict=True):
+            assert character_error_rate("\n".join(expected), page.get_text()) < 0.05
 
 
 def test_uocr_run_reads_page_images_and_a_page_range(tmp_path: Path) -> None:
@@ -58,6 +63,11 @@ def test_uocr_run_reads_page_images_and_a_page_range(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
     assert [line["page"] for line in lines] == [2, 3]
     assert [line["text"] for line in lines] == ["Image page number 2", "Image page number 3"]
+    with pymupdf.open(out / "result.pdf") as searchable:
+        assert [page.get_text().strip() for page in searchable] == [
+            "Image page number 2",
+            "Image page number 3",
+        ]
 
 
 def test_uocr_run_explains_a_bad_file(tmp_path: Path) -> None:
