@@ -7,6 +7,7 @@ import itertools
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -138,3 +139,29 @@ def stack(service_urls: ServiceUrls) -> Iterator[Stack]:
         else:
             os.environ[name] = value
     drop_database(service_urls.database_admin, tag)
+
+
+@contextmanager
+def deployment_without_workers(
+    stack: Stack, service_urls: ServiceUrls, **updates: object
+) -> Iterator[Stack]:
+    """The stack's settings (with ``updates``) on a database, bucket and Redis database of its
+    own that no worker reads: every job submitted there stays queued."""
+    tag = uuid.uuid4().hex[:10]
+    database = create_database(service_urls.database_admin, tag)
+    settings = stack.settings.model_copy(
+        update={
+            **updates,
+            "database": stack.settings.database.model_copy(update={"url": database}),
+            "redis": stack.settings.redis.model_copy(update={"url": fresh_redis_url(service_urls)}),
+            "s3": stack.settings.s3.model_copy(update={"bucket": f"uocr-{tag}"}),
+        }
+    )
+    sessions = make_session_factory(make_engine(settings.database))
+    store = S3ObjectStore(settings.s3)
+    store.ensure_bucket()
+    try:
+        yield Stack(settings, {}, sessions, store)
+    finally:
+        sessions.kw["bind"].dispose()
+        drop_database(service_urls.database_admin, tag)

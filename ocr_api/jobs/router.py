@@ -16,8 +16,16 @@ from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound
 from ocr_api.deps import AppState, StateDep, TenantDep
-from ocr_api.jobs import service
-from ocr_api.jobs.schemas import JobAccepted, JobCreateFromObject, JobPublic, PagePublic, ResultLink
+from ocr_api.jobs import listing, service
+from ocr_api.jobs.schemas import (
+    JobAccepted,
+    JobCreateFromObject,
+    JobList,
+    JobPublic,
+    JobSummary,
+    PagePublic,
+    ResultLink,
+)
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -137,6 +145,22 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+@router.get("", response_model=JobList)
+def list_jobs(
+    state: StateDep,
+    tenant: TenantDep,
+    status: Literal["queued", "running", "succeeded", "failed", "canceled"] | None = None,
+    limit: int = Query(20, ge=1, le=100),
+    cursor: str | None = None,
+) -> JobList:
+    """This key's tenant's jobs, newest first."""
+    with state.sessions() as session:
+        page = listing.list_jobs(
+            session, tenant_id=tenant.id, status=status, limit=limit, cursor=cursor
+        )
+        return JobList(jobs=[_summary(job) for job in page.jobs], next_cursor=page.next_cursor)
+
+
 @router.get("/{job_id}", response_model=JobPublic)
 def get_status(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
     with state.sessions() as session:
@@ -206,24 +230,31 @@ def _finished_job(state: AppState, tenant_id: str, job_id: str) -> Job:
     return job
 
 
-def _public(job: Job) -> JobPublic:
-    return JobPublic(
+def _summary(job: Job) -> JobSummary:
+    return JobSummary(
         id=job.id,
         status=job.status,
         priority=job.priority,
-        engine=job.engine,
         source=job.source_name,
         pages_total=job.page_count,
         pages_done=job.pages_done,
         pages_failed=job.pages_failed,
+        metadata=job.job_metadata,
+        created_at=job.created_at,
+        finished_at=job.finished_at,
+        status_url=f"/v1/jobs/{job.id}",
+    )
+
+
+def _public(job: Job) -> JobPublic:
+    return JobPublic(
+        **_summary(job).model_dump(),
+        engine=job.engine,
         groups_total=len(job.groups),
         groups_done=sum(g.status in ("done", "failed") for g in job.groups),
         cancel_requested=job.cancel_requested,
         error=job.error,
-        metadata=job.job_metadata,
-        created_at=job.created_at,
         started_at=job.started_at,
-        finished_at=job.finished_at,
         result_url=f"/v1/jobs/{job.id}/result" if job.status in TERMINAL else None,
         pages=[
             PagePublic(

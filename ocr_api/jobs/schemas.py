@@ -36,23 +36,34 @@ class PagePublic(BaseModel):
     finished_at: datetime | None
 
 
-class JobPublic(BaseModel):
+class JobSummary(BaseModel):
+    """A job in a listing: its state without the per-page detail (GET the job for that)."""
+
     id: str
     status: str
     priority: str
-    engine: str
     source: str
     pages_total: int
     pages_done: int
     pages_failed: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    finished_at: datetime | None
+    status_url: str
+
+
+class JobList(BaseModel):
+    jobs: list[JobSummary]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null: last")
+
+
+class JobPublic(JobSummary):
+    engine: str
     groups_total: int
     groups_done: int
     cancel_requested: bool
     error: str | None
-    metadata: dict[str, Any]
-    created_at: datetime
     started_at: datetime | None
-    finished_at: datetime | None
     result_url: str | None
     pages: list[PagePublic]
 

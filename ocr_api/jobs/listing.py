@@ -1,0 +1,60 @@
+"""A tenant's jobs, newest first, a page at a time.
+
+Keyset pagination: the cursor names the last job shown, so pages stay stable while new jobs
+arrive (an offset would shift under a busy tenant and repeat or skip jobs).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from ocr_api.core.errors import InvalidRequest
+from ocr_api.core.models import Job
+
+
+@dataclass(frozen=True)
+class JobPage:
+    jobs: list[Job]
+    next_cursor: str | None  # None on the last page
+
+
+def list_jobs(
+    session: Session,
+    *,
+    tenant_id: str,
+    status: str | None = None,
+    limit: int = 20,
+    cursor: str | None = None,
+) -> JobPage:
+    query = select(Job).where(Job.tenant_id == tenant_id)
+    if status is not None:
+        query = query.where(Job.status == status)
+    if cursor is not None:
+        created_at, job_id = _decode(cursor)
+        query = query.where(
+            or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id))
+        )
+    rows = session.scalars(
+        query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+    ).all()
+    jobs = list(rows[:limit])
+    more = len(rows) > limit
+    return JobPage(jobs, _encode(jobs[-1]) if more else None)
+
+
+def _encode(job: Job) -> str:
+    return base64.urlsafe_b64encode(f"{job.created_at.isoformat()}|{job.id}".encode()).decode()
+
+
+def _decode(cursor: str) -> tuple[datetime, str]:
+    try:
+        created_at, job_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(created_at), job_id
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidRequest("cursor is not one this API gave out; start without it") from None
