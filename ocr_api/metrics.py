@@ -16,10 +16,13 @@ from sqlalchemy import case, func, select
 
 from ocr_api.core.contracts import QUEUE_BACKLOG, QUEUE_CONTROL, QUEUE_INTERACTIVE
 from ocr_api.core.db import utcnow
+from ocr_api.core.job_lifecycle import CANCELED, FAILED, QUEUED, RUNNING, SUCCEEDED
 from ocr_api.core.models import Job, Page
 from ocr_api.deps import AppState
 
 LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+JOB_STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELED)
+PAGE_STATUSES = ("pending", RUNNING, SUCCEEDED, FAILED, CANCELED)
 RATE_WINDOW = timedelta(minutes=1)
 
 
@@ -35,8 +38,8 @@ class ServiceCollector(Collector):
                 select(func.count()).where(Page.finished_at > utcnow() - RATE_WINDOW)
             )
             latency = session.execute(_latency_query()).one()
-        yield _by_status("uocr_jobs", "Jobs by status", jobs)
-        yield _by_status("uocr_pages", "Pages by status", pages)
+        yield _by_status("uocr_jobs", "Jobs by status", JOB_STATUSES, jobs)
+        yield _by_status("uocr_pages", "Pages by status", PAGE_STATUSES, pages)
         rate = GaugeMetricFamily("uocr_pages_per_second", "Pages finished per second, last minute")
         rate.add_metric([], (recent or 0) / RATE_WINDOW.total_seconds())
         yield rate
@@ -49,9 +52,14 @@ class ServiceCollector(Collector):
         yield depth
 
 
-def _by_status(name: str, doc: str, rows: Sequence[Any]) -> GaugeMetricFamily:
+def _by_status(
+    name: str, doc: str, statuses: Sequence[str], rows: Sequence[Any]
+) -> GaugeMetricFamily:
+    """Every status, zeros included: an alert on increase() or a ratio needs the series to
+    exist before its first failure, not appear with it."""
+    counts = dict.fromkeys(statuses, 0) | {status: count for status, count in rows}
     family = GaugeMetricFamily(name, doc, labels=["status"])
-    for status, count in rows:
+    for status, count in counts.items():
         family.add_metric([status], float(count))
     return family
 

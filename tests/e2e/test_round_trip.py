@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import httpx
 import pymupdf
+from prometheus_client.parser import text_string_to_metric_families
 
 from ocr_api.webhooks.signing import SIGNATURE_HEADER, verify
 from tests.e2e.conftest import OCR_WORKER_NAME, Service
@@ -17,6 +20,7 @@ from tests.factories import character_error_rate, sample_pages, scanned_pdf
 # '1.' -> '1:'. 5% allows ~25 wrong characters on a 500-character page, while a dropped line
 # (~60 characters, >10%) or pages swapped (~90%) fail.
 MAX_CER = 0.05
+ALERT_RULES = Path(__file__).resolve().parents[2] / "ops" / "prometheus-alerts.yml"
 
 
 def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Service) -> None:
@@ -79,6 +83,10 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
 
     metrics = httpx.get(f"{service.api_url}/metrics").text
     assert 'uocr_jobs{status="succeeded"}' in metrics
+    assert 'uocr_pages{status="failed"} 0.0' in metrics  # present before the first failure
+    exported = {s.name for f in text_string_to_metric_families(metrics) for s in f.samples}
+    alerted = set(re.findall(r"\buocr_[a-z_]+", ALERT_RULES.read_text()))
+    assert alerted and alerted <= exported, alerted - exported  # every alert can fire
     assert "uocr_page_latency_seconds_count" in metrics
     assert 'uocr_queue_depth{queue="ocr.backlog"}' in metrics
 
