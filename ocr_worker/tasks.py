@@ -13,11 +13,17 @@ from celery import Task, signals
 from celery.exceptions import SoftTimeLimitExceeded
 
 from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import TASK_DELIVER_WEBHOOK, TASK_PAGE_GROUP, TASK_RECOVER
+from ocr_api.core.contracts import (
+    TASK_DELIVER_WEBHOOK,
+    TASK_PAGE_GROUP,
+    TASK_PURGE_EXPIRED,
+    TASK_RECOVER,
+)
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import get_settings
 from ocr_api.webhooks.sender import attempt_delivery
 from ocr_worker.recovery import recover_stale_groups, resume_stalled_jobs
+from ocr_worker.retention import purge_expired_results
 from ocr_worker.runtime import WorkerRuntime
 
 settings = get_settings()
@@ -83,6 +89,14 @@ def recover() -> list[str]:
     quiet = settings.worker.lease_seconds
     return recover_stale_groups(runtime.sessions, runtime.dispatcher) + resume_stalled_jobs(
         runtime.sessions, runtime.dispatcher, quiet_seconds=quiet
+    )
+
+
+@app.task(name=TASK_PURGE_EXPIRED)
+def purge_expired() -> list[str]:
+    runtime = _Process.get()
+    return purge_expired_results(
+        runtime.sessions, runtime.store, retention_days=settings.result_retention_days
     )
 
 

@@ -10,6 +10,7 @@ from ocr_api.core.contracts import (
     QUEUE_CONTROL,
     QUEUE_INTERACTIVE,
     TASK_DELIVER_WEBHOOK,
+    TASK_PURGE_EXPIRED,
     TASK_RECOVER,
 )
 from ocr_api.core.settings import Settings
@@ -32,6 +33,7 @@ def make_celery(settings: Settings) -> Celery:
         task_routes={
             TASK_DELIVER_WEBHOOK: {"queue": QUEUE_CONTROL},
             TASK_RECOVER: {"queue": QUEUE_CONTROL},
+            TASK_PURGE_EXPIRED: {"queue": QUEUE_CONTROL},
         },
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -49,7 +51,12 @@ def make_celery(settings: Settings) -> Celery:
                 "task": TASK_RECOVER,
                 "schedule": max(5.0, settings.worker.lease_seconds / 2),
                 "options": {"queue": QUEUE_CONTROL},
-            }
+            },
+            "purge-expired-results": {
+                "task": TASK_PURGE_EXPIRED,
+                "schedule": 3600.0,
+                "options": {"queue": QUEUE_CONTROL},
+            },
         },
     )
     return app

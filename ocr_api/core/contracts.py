@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 TASK_PAGE_GROUP = "ocr.page_group"
 TASK_RECOVER = "ocr.recover_stale_groups"
 TASK_DELIVER_WEBHOOK = "webhooks.deliver"
+TASK_PURGE_EXPIRED = "ocr.purge_expired_results"
 
 QUEUE_INTERACTIVE = "ocr.interactive"
 QUEUE_BACKLOG = "ocr.backlog"

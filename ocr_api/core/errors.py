@@ -31,6 +31,10 @@ class NotFound(DomainError):
     status_code = 404
 
 
+class Gone(DomainError):
+    status_code = 410
+
+
 class NotFinished(DomainError):
     status_code = 409
 

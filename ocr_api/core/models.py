@@ -58,6 +58,8 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # Set when retention deleted the document and its results; the record stays.
+    results_deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     pages: Mapped[list[Page]] = relationship(
         back_populates="job", order_by="Page.position", cascade="all, delete-orphan"
     )

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def job_prefix(job_id: str) -> str:
+    """Every object of a job (its input, page results, progress, document results) is under it."""
+    return f"jobs/{job_id}/"
+
+
 def input_key(job_id: str, index: int, extension: str) -> str:
     return f"jobs/{job_id}/input/{index:03d}.{extension}"
 

@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     environment: Literal["development", "production"] = "development"
     # Where clients reach the API; status and result URLs in webhooks start with it.
     public_base_url: str = "http://localhost:8100"
+    # Documents and results are deleted this long after their job ends (0: kept for ever);
+    # the job's record stays, saying when and why.
+    result_retention_days: float = Field(30, ge=0)
 
     database: DatabaseSettings = DatabaseSettings()
     redis: RedisSettings = RedisSettings()

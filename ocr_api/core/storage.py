@@ -20,6 +20,7 @@ class ObjectStore(Protocol):
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
     def get(self, key: str) -> bytes: ...
     def delete(self, keys: list[str]) -> None: ...
+    def keys_under(self, prefix: str) -> list[str]: ...
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
     def presigned_url(self, key: str) -> str: ...
@@ -60,6 +61,12 @@ class S3ObjectStore:
         for start in range(0, len(keys), 1000):
             chunk = [{"Key": key} for key in keys[start : start + 1000]]
             self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk})
+
+    def keys_under(self, prefix: str) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix
+        )
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
     def exists(self, key: str) -> bool:
         try:
@@ -118,6 +125,10 @@ class LocalObjectStore:
     def delete(self, keys: list[str]) -> None:
         for key in keys:
             self._path(key).unlink(missing_ok=True)
+
+    def keys_under(self, prefix: str) -> list[str]:
+        keys = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+        return sorted(k for k in keys if k.startswith(prefix) and not k.endswith(".tmp"))
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()

@@ -16,14 +16,12 @@ from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound
 from ocr_api.deps import AppState, StateDep, TenantDep
-from ocr_api.jobs import listing, service
+from ocr_api.jobs import listing, presenters, service
 from ocr_api.jobs.schemas import (
     JobAccepted,
     JobCreateFromObject,
     JobList,
     JobPublic,
-    JobSummary,
-    PagePublic,
     ResultLink,
 )
 
@@ -158,14 +156,15 @@ def list_jobs(
         page = listing.list_jobs(
             session, tenant_id=tenant.id, status=status, limit=limit, cursor=cursor
         )
-        return JobList(jobs=[_summary(job) for job in page.jobs], next_cursor=page.next_cursor)
+        jobs = [presenters.summary(job, state.settings) for job in page.jobs]
+        return JobList(jobs=jobs, next_cursor=page.next_cursor)
 
 
 @router.get("/{job_id}", response_model=JobPublic)
 def get_status(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
-        return _public(job)
+        return presenters.public(job, state.settings)
 
 
 @router.delete("/{job_id}", response_model=JobPublic, status_code=202)
@@ -174,7 +173,8 @@ def cancel(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
         state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
     )
     with state.sessions() as session:
-        return _public(service.get_job(session, tenant_id=tenant.id, job_id=job_id))
+        job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
+        return presenters.public(job, state.settings)
 
 
 @router.get("/{job_id}/result", response_model=None)
@@ -209,6 +209,7 @@ def get_result_link(
 def get_page(job_id: str, page_no: int, state: StateDep, tenant: TenantDep) -> Response:
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
+        service.ensure_results_kept(job, state.settings)
         page = next((p for p in job.pages if p.page_no == page_no), None)
         if page is None:
             raise NotFound(f"job {job_id} has no page {page_no}")
@@ -223,53 +224,12 @@ def get_page(job_id: str, page_no: int, state: StateDep, tenant: TenantDep) -> R
 def _finished_job(state: AppState, tenant_id: str, job_id: str) -> Job:
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant_id, job_id=job_id)
+    service.ensure_results_kept(job, state.settings)
     if job.status not in TERMINAL:
         raise NotFinished(f"job {job_id} is {job.status}; the result exists once it finishes")
     if job.pages_done == 0:
         raise NotFinished(f"job {job_id} is {job.status} and no page was processed: no result")
     return job
-
-
-def _summary(job: Job) -> JobSummary:
-    return JobSummary(
-        id=job.id,
-        status=job.status,
-        priority=job.priority,
-        source=job.source_name,
-        pages_total=job.page_count,
-        pages_done=job.pages_done,
-        pages_failed=job.pages_failed,
-        metadata=job.job_metadata,
-        created_at=job.created_at,
-        finished_at=job.finished_at,
-        status_url=f"/v1/jobs/{job.id}",
-    )
-
-
-def _public(job: Job) -> JobPublic:
-    return JobPublic(
-        **_summary(job).model_dump(),
-        engine=job.engine,
-        groups_total=len(job.groups),
-        groups_done=sum(g.status in ("done", "failed") for g in job.groups),
-        cancel_requested=job.cancel_requested,
-        error=job.error,
-        started_at=job.started_at,
-        result_url=f"/v1/jobs/{job.id}/result" if job.status in TERMINAL else None,
-        pages=[
-            PagePublic(
-                page=p.page_no,
-                status=p.status,
-                attempts=p.attempts,
-                duration_ms=p.duration_ms,
-                error=p.error,
-                warnings=p.warnings,
-                started_at=p.started_at,
-                finished_at=p.finished_at,
-            )
-            for p in job.pages
-        ],
-    )
 
 
 def _result_object(state: AppState, job_id: str, fmt: str) -> bytes:

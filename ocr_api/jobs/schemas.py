@@ -50,6 +50,10 @@ class JobSummary(BaseModel):
     created_at: datetime
     finished_at: datetime | None
     status_url: str
+    results_expire_at: datetime | None = Field(
+        description="when retention deletes the document and results; null: kept"
+    )
+    results_deleted_at: datetime | None
 
 
 class JobList(BaseModel):

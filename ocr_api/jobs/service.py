@@ -13,6 +13,7 @@ from ocr_api.core import job_lifecycle, object_keys
 from ocr_api.core.db import transaction
 from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.errors import (
+    Gone,
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
@@ -232,6 +233,16 @@ def get_job(session: Session, *, tenant_id: str, job_id: str) -> Job:
     if job is None or job.tenant_id != tenant_id:
         raise NotFound(f"job {job_id} not found")
     return job
+
+
+def ensure_results_kept(job: Job, settings: Settings) -> None:
+    """A job past retention keeps its record; asking for its results says why they are gone."""
+    if job.results_deleted_at is not None:
+        raise Gone(
+            f"job {job.id}'s document and results were deleted on "
+            f"{job.results_deleted_at:%Y-%m-%d}, {settings.result_retention_days:g} days after "
+            "it finished (result_retention_days)"
+        )
 
 
 def cancel_job(

@@ -1,0 +1,60 @@
+"""Jobs as the API shows them: the listing's summary and the full status."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ocr_api.core.job_lifecycle import TERMINAL
+from ocr_api.core.models import Job
+from ocr_api.core.settings import Settings
+from ocr_api.jobs.schemas import JobPublic, JobSummary, PagePublic
+
+
+def _expires_at(job: Job, settings: Settings) -> datetime | None:
+    if job.finished_at is None or job.results_deleted_at or not settings.result_retention_days:
+        return None
+    return job.finished_at + timedelta(days=settings.result_retention_days)
+
+
+def summary(job: Job, settings: Settings) -> JobSummary:
+    return JobSummary(
+        id=job.id,
+        status=job.status,
+        priority=job.priority,
+        source=job.source_name,
+        pages_total=job.page_count,
+        pages_done=job.pages_done,
+        pages_failed=job.pages_failed,
+        metadata=job.job_metadata,
+        created_at=job.created_at,
+        finished_at=job.finished_at,
+        status_url=f"/v1/jobs/{job.id}",
+        results_expire_at=_expires_at(job, settings),
+        results_deleted_at=job.results_deleted_at,
+    )
+
+
+def public(job: Job, settings: Settings) -> JobPublic:
+    return JobPublic(
+        **summary(job, settings).model_dump(),
+        engine=job.engine,
+        groups_total=len(job.groups),
+        groups_done=sum(g.status in ("done", "failed") for g in job.groups),
+        cancel_requested=job.cancel_requested,
+        error=job.error,
+        started_at=job.started_at,
+        result_url=f"/v1/jobs/{job.id}/result" if job.status in TERMINAL else None,
+        pages=[
+            PagePublic(
+                page=p.page_no,
+                status=p.status,
+                attempts=p.attempts,
+                duration_ms=p.duration_ms,
+                error=p.error,
+                warnings=p.warnings,
+                started_at=p.started_at,
+                finished_at=p.finished_at,
+            )
+            for p in job.pages
+        ],
+    )

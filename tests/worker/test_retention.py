@@ -1,0 +1,47 @@
+"""Retention: a finished job's document and results go after result_retention_days; the job's
+record stays; nothing younger, nothing unfinished, is touched."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ocr_api.core import object_keys
+from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.models import Job
+from ocr_worker.retention import purge_expired_results
+from tests.worker.conftest import ScriptedEngine
+
+
+def _finish_days_ago(harness, job_id: str, days: float) -> None:  # type: ignore[no-untyped-def]
+    with transaction(harness.sessions) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        job.finished_at = utcnow() - timedelta(days=days)
+
+
+def test_expired_jobs_lose_their_objects_and_keep_their_record(harness) -> None:  # type: ignore[no-untyped-def]
+    old, recent = harness.submit(2), harness.submit(2)
+    harness.drain(ScriptedEngine())
+    unfinished = harness.submit(1)  # queued, never run: not finished, never purged
+    _finish_days_ago(harness, old, 40)
+    _finish_days_ago(harness, recent, 10)
+    store = harness.store
+    assert store.keys_under(object_keys.job_prefix(old))  # input, pages, results
+
+    assert purge_expired_results(harness.sessions, store, retention_days=30) == [old]
+    assert store.keys_under(object_keys.job_prefix(old)) == []
+    assert object_keys.result_key(recent, "json") in store.keys_under(
+        object_keys.job_prefix(recent)
+    )
+    assert store.keys_under(object_keys.job_prefix(unfinished))  # its input stays
+    job = harness.job(old)
+    assert job.status == "succeeded" and job.results_deleted_at is not None
+    assert purge_expired_results(harness.sessions, store, retention_days=30) == []  # done once
+
+
+def test_a_retention_of_zero_keeps_everything(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(1)
+    harness.drain(ScriptedEngine())
+    _finish_days_ago(harness, job_id, 3650)
+    assert purge_expired_results(harness.sessions, harness.store, retention_days=0) == []
+    assert harness.store.keys_under(object_keys.job_prefix(job_id))
