@@ -27,11 +27,22 @@ def purge_expired_results(
     now: datetime | None = None,
     batch: int = 100,
 ) -> list[str]:
-    """Delete the objects of up to ``batch`` expired jobs; returns their ids. Objects go first,
-    then the mark: a run cut short leaves jobs that the next run finishes."""
+    """Delete the objects of every expired job, ``batch`` jobs to a transaction; returns their
+    ids. Objects go first, then the mark: a run cut short leaves jobs the next run finishes."""
     if retention_days <= 0:
         return []  # kept for ever
     cutoff = (now or utcnow()) - timedelta(days=retention_days)
+    purged: list[str] = []
+    while True:
+        done = _purge_batch(sessions, store, cutoff, batch)
+        purged += done
+        if len(done) < batch:
+            return purged
+
+
+def _purge_batch(
+    sessions: sessionmaker[Session], store: ObjectStore, cutoff: datetime, batch: int
+) -> list[str]:
     with transaction(sessions) as session:
         expired = session.scalars(
             select(Job)

@@ -28,7 +28,8 @@ def test_expired_jobs_lose_their_objects_and_keep_their_record(harness) -> None:
     store = harness.store
     assert store.keys_under(object_keys.job_prefix(old))  # input, pages, results
 
-    assert purge_expired_results(harness.sessions, store, retention_days=30) == [old]
+    purged = purge_expired_results(harness.sessions, store, retention_days=30, batch=1)
+    assert purged == [old]
     assert store.keys_under(object_keys.job_prefix(old)) == []
     assert object_keys.result_key(recent, "json") in store.keys_under(
         object_keys.job_prefix(recent)
@@ -37,6 +38,15 @@ def test_expired_jobs_lose_their_objects_and_keep_their_record(harness) -> None:
     job = harness.job(old)
     assert job.status == "succeeded" and job.results_deleted_at is not None
     assert purge_expired_results(harness.sessions, store, retention_days=30) == []  # done once
+
+
+def test_one_run_purges_every_expired_job_batch_after_batch(harness) -> None:  # type: ignore[no-untyped-def]
+    ids = [harness.submit(1) for _ in range(5)]
+    harness.drain(ScriptedEngine())
+    for job_id in ids:
+        _finish_days_ago(harness, job_id, 31)
+    purged = purge_expired_results(harness.sessions, harness.store, retention_days=30, batch=2)
+    assert sorted(purged) == sorted(ids)
 
 
 def test_a_retention_of_zero_keeps_everything(harness) -> None:  # type: ignore[no-untyped-def]
