@@ -8,7 +8,9 @@ keeps its scan and carries no text: no page is dropped.
 
 from __future__ import annotations
 
+import html
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +19,9 @@ from PIL import Image
 
 from ocr_api.core.contracts import Block, PageResult
 
+TABLE_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.S | re.I)
+TABLE_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", re.S | re.I)
+TAG = re.compile(r"<[^>]+>")
 TEXT_FONT = "cjk"  # MuPDF's built-in Droid Sans Fallback: Latin, Cyrillic, Greek and CJK in one
 DEFAULT_IMAGE_DPI = 300  # the physical size given to an image that does not say its resolution
 
@@ -89,7 +94,7 @@ def _write_block(
     page: pymupdf.Page, font: pymupdf.Font, block: Block, scale: tuple[float, float]
 ) -> None:
     """The block's lines share its box, one band each, each stretched to the box's width."""
-    lines = [line for line in block.text.split("\n") if line.strip()]
+    lines = _plain_lines(block.text)
     x1, y1, x2, y2 = block.bbox
     box = pymupdf.Rect(x1 * scale[0], y1 * scale[1], x2 * scale[0], y2 * scale[1]) & page.rect
     if not lines or box.is_empty:
@@ -102,3 +107,19 @@ def _write_block(
         writer.append(baseline, line, font=font, fontsize=fontsize)
         stretch = pymupdf.Matrix(box.width / max(font.text_length(line, fontsize), 1e-3), 1)
         writer.write_text(page, render_mode=3, morph=(baseline, stretch))  # 3: invisible
+
+
+def _plain_lines(text: str) -> list[str]:
+    """What a reader searches for: a table (HTML from the GPU engine) as one line per row, its
+    cells separated by spaces; other text line by line; no markup."""
+    rows = TABLE_ROW.findall(text)
+    if rows:
+        cells = [[_plain(cell) for cell in TABLE_CELL.findall(row)] for row in rows]
+        lines = [" ".join(c for c in row if c) for row in cells]
+    else:
+        lines = [_plain(line) for line in text.split("\n")]
+    return [line for line in lines if line]
+
+
+def _plain(fragment: str) -> str:
+    return " ".join(html.unescape(TAG.sub(" ", fragment)).split())

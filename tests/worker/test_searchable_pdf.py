@@ -60,6 +60,20 @@ def test_each_scan_is_kept_and_its_text_lies_where_it_was_read() -> None:
         assert doc.search_page_for(0, "Paid in full")  # what a reader's search finds
 
 
+def test_a_table_is_searchable_row_by_row_without_its_markup() -> None:
+    table = (
+        "<table><tr><th>Item</th><th>Price</th></tr>"
+        "<tr><td>Paper &amp; ink</td><td>12.50</td></tr></table>"
+    )
+    block = Block(label="table", bbox=(100, 100, 1100, 300), text=table)
+    data = build_searchable_pdf(
+        lambda key: _scan_pdf(1), [SourcePage("in/000.pdf", 0)], [_result(1, [block], (1240, 1754))]
+    )
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        lines = [line for line in doc[0].get_text().splitlines() if line]
+        assert lines == ["Item Price", "Paper & ink 12.50"]
+
+
 def test_a_rotated_scan_gets_its_text_in_the_orientation_it_was_read() -> None:
     # Rotated 90°, the page is viewed (and rendered for OCR) landscape: 1754 x 1240 px.
     block = Block(label="text", bbox=(100, 100, 1000, 200), text="Landscape table heading")
