@@ -113,7 +113,9 @@ class PageGroupPipeline:
             job = session.get(Job, job_id)
             if group is None or job is None:
                 return "missing"
-            if job.status in job_lifecycle.TERMINAL or job.cancel_requested:
+            if job.status in job_lifecycle.TERMINAL:
+                return "finished"  # a late redelivery: the job ended meanwhile
+            if job.cancel_requested:
                 return "canceled"
             if group.status in ("done", "failed"):
                 return "done"
@@ -222,7 +224,8 @@ class PageGroupPipeline:
     # -- advance -------------------------------------------------------------------------------
 
     def _advance(self, job_id: str, group_index: int) -> None:
-        """Queue the next group, or finish the job. Runs at most once per step (row locks)."""
+        """Queue the next group if it is not queued yet (groups in order), or finish the job
+        once every group is settled (in order, or in parallel). Row locks make it idempotent."""
         finished, delivery_id = False, None
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)
@@ -231,18 +234,14 @@ class PageGroupPipeline:
             following = _lock_group(session, job_id, group_index + 1)
             if job.cancel_requested:
                 finished, delivery_id = True, self._finish(session, job, canceled=True)
-            elif following is not None:
-                self._queue(job, following)
+            elif following is not None and following.enqueued_at is None:
+                queue_group(self.dispatcher, following, priority=job.priority)
             elif _unsettled_groups(session, job_id) == 0:
                 finished, delivery_id = True, self._finish(session, job, canceled=False)
         if delivery_id:
             self.dispatcher.enqueue_webhook(delivery_id=delivery_id)
         if finished:
             self.engine.end_document(job_id)
-
-    def _queue(self, job: Job, group: PageGroup) -> None:
-        if group.enqueued_at is None:  # else a redelivered task already queued it
-            queue_group(self.dispatcher, group, priority=job.priority)
 
     def _finish(self, session: Session, job: Job, *, canceled: bool) -> str | None:
         if canceled:

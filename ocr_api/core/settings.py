@@ -90,6 +90,9 @@ class WorkerSettings(_Section):
     # GPU workers run threads so up to max_concurrency page groups share each decode step; the
     # lease (not Celery's time limits, which threads ignore) then bounds a stuck group.
     pool: Literal["prefork", "threads"] = "prefork"
+    # Whether a document's page groups may run at once on several workers; unset: yes, unless
+    # the engine carries state from group to group (see Settings.page_groups_in_parallel).
+    parallel_page_groups: bool | None = None
 
 
 class Settings(BaseSettings):
@@ -143,6 +146,14 @@ class Settings(BaseSettings):
         w = self.worker
         grown = w.group_time_limit_base_seconds + w.group_time_limit_per_page_seconds * group_pages
         return max(self.request_timeout_seconds, grown)
+
+    @property
+    def page_groups_in_parallel(self) -> bool:
+        """A document's groups may run at once on several workers, unless the engine carries
+        state from one group to the next (the GPU engine reuses the boundary pages' KV)."""
+        if self.worker.parallel_page_groups is not None:
+            return self.worker.parallel_page_groups
+        return self.engine != "unlimited_ocr"
 
     @property
     def max_group_time_limit(self) -> int:

@@ -60,7 +60,8 @@ def submit_job(
     options: JobOptions,
     idempotency_key: str | None = None,
 ) -> Submitted:
-    """Validate, store the document, record the job, then queue its first page group."""
+    """Validate, store the document, record the job, then queue its first page group (every
+    group, when the engine lets them run in parallel)."""
     if idempotency_key and (existing := _find_by_key(sessions, tenant_id, idempotency_key)):
         return Submitted(existing, replayed=True)
     _check_options(options, settings)
@@ -91,7 +92,8 @@ def submit_job(
         if isinstance(error, IntegrityError) and winner:
             return Submitted(winner, replayed=True)
         raise
-    _dispatch_first_group(sessions, store, dispatcher, job, list(stored.values()))
+    parallel = settings.page_groups_in_parallel
+    _dispatch(sessions, store, dispatcher, job, list(stored.values()), every_group=parallel)
     return Submitted(job, replayed=False)
 
 
@@ -182,19 +184,24 @@ def _insert_job(
             )
 
 
-def _dispatch_first_group(
+def _dispatch(
     sessions: sessionmaker[Session],
     store: ObjectStore,
     dispatcher: Dispatcher,
     job: Job,
     stored_keys: list[str],
+    *,
+    every_group: bool,
 ) -> None:
+    """Queue the first group, or every group when they may run in parallel; the pipeline
+    queues the rest one by one as groups finish."""
     with transaction(sessions) as session:
-        group = session.scalars(
-            select(PageGroup).where(PageGroup.job_id == job.id, PageGroup.group_index == 0)
-        ).one()
+        query = select(PageGroup).where(PageGroup.job_id == job.id)
+        if not every_group:
+            query = query.where(PageGroup.group_index == 0)
         try:
-            queue_group(dispatcher, group, priority=job.priority)
+            for group in session.scalars(query.order_by(PageGroup.group_index)):
+                queue_group(dispatcher, group, priority=job.priority)
         except Exception:
             # No broker: take the job back rather than leave one that never runs.
             session.delete(session.get(Job, job.id))

@@ -55,7 +55,7 @@ def _pdf(pages: int) -> bytes:
 def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'state.db'}"
     upgrade(url)
-    render_processes = getattr(request, "param", 0)
+    worker_overrides = getattr(request, "param", {})  # parametrize(..., indirect=True)
     settings = load_settings(
         page_group_size=3,
         page_group_overlap=1,
@@ -65,7 +65,8 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
             "lease_seconds": 5,
             "max_group_attempts": 2,
             "render_dpi": 50,
-            "render_processes": render_processes,
+            "parallel_page_groups": False,  # in order, as the GPU engine runs them
+            **worker_overrides,
         },
     )
     sessions = make_session_factory(make_engine(settings.database))

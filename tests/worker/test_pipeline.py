@@ -29,7 +29,7 @@ def test_groups_run_in_order_with_the_boundary_page_as_context(harness) -> None:
     assert texts == [f"text of page {n}" for n in range(1, 8)]
 
 
-@pytest.mark.parametrize("harness", [2], indirect=True)
+@pytest.mark.parametrize("harness", [{"render_processes": 2}], indirect=True)
 def test_pages_can_render_in_cpu_processes_beside_the_engine(harness) -> None:  # type: ignore[no-untyped-def]
     class SizeEngine(ScriptedEngine):
         def run_group(self, group: PageGroupInput) -> list[PageResult]:
@@ -112,3 +112,23 @@ def _expire_leases(harness) -> None:  # type: ignore[no-untyped-def]
     with transaction(harness.sessions) as session:
         for group in session.scalars(select(PageGroup).where(PageGroup.status == "running")):
             group.lease_expires_at = utcnow() - timedelta(seconds=1)
+
+
+@pytest.mark.parametrize("harness", [{"parallel_page_groups": True}], indirect=True)
+def test_parallel_groups_finishing_in_any_order_complete_the_job_once(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(7)
+    queued = list(harness.dispatcher.groups)
+    assert [g for _, g in queued] == [0, 1, 2]  # every group queued at submit
+    harness.dispatcher.groups.clear()
+    engine = ScriptedEngine()
+    pipeline = harness.pipeline(engine)
+    for message in reversed(queued):  # as several workers might finish them
+        assert pipeline.run(*message) == "ran"
+        assert not harness.dispatcher.groups  # nothing queued twice
+    assert [c[1] for c in engine.calls] == [[6, 7], [4, 5], [1, 2, 3]]
+    job = harness.job(job_id)
+    assert (job.status, job.pages_done) == ("succeeded", 7)
+    texts = [r.text for r in load_page_results(harness.store, job)]
+    assert texts == [f"text of page {n}" for n in range(1, 8)]  # in page order
+    assert pipeline.run(*queued[0]) == "finished"  # redelivered after the end: a no-op
+    assert harness.job(job_id).finished_at == job.finished_at
