@@ -109,8 +109,8 @@ class PageGroupPipeline:
 
     def _claim(self, job_id: str, group_index: int) -> ClaimedGroup | str:
         with transaction(self.sessions) as session:
+            job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
             group = _lock_group(session, job_id, group_index)
-            job = session.get(Job, job_id)
             if group is None or job is None:
                 return "missing"
             if job.status in job_lifecycle.TERMINAL:
@@ -202,8 +202,8 @@ class PageGroupPipeline:
     def _record(self, job_id: str, claimed: ClaimedGroup, results: list[PageResult]) -> None:
         keys = {r.page: assembly.write_page(self.store, job_id, r) for r in results}
         with transaction(self.sessions) as session:
+            job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
             group = session.get(PageGroup, claimed.group_id, with_for_update=True)
-            job = session.get(Job, job_id)
             assert group is not None and job is not None
             now = utcnow()
             results_by_page = {r.page: r for r in results}
@@ -259,6 +259,9 @@ def _ref(page: Page) -> PageRef:
 
 
 def _lock_group(session: Session, job_id: str, group_index: int) -> PageGroup | None:
+    """Callers lock the job row first: one lock order everywhere, so groups of one document
+    claimed, recorded and advanced at once by several workers never deadlock, and the page
+    counts each recount writes include every group committed before it."""
     return session.scalar(
         select(PageGroup)
         .where(PageGroup.job_id == job_id, PageGroup.group_index == group_index)

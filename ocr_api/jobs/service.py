@@ -234,9 +234,9 @@ def load_object_input(
         raise NotFound(f"object {key!r} not found") from None
 
 
-def get_job(session: Session, *, tenant_id: str, job_id: str) -> Job:
+def get_job(session: Session, *, tenant_id: str, job_id: str, for_update: bool = False) -> Job:
     """Another tenant's job is reported exactly like a missing one: 404."""
-    job = session.get(Job, job_id)
+    job = session.get(Job, job_id, with_for_update=for_update)
     if job is None or job.tenant_id != tenant_id:
         raise NotFound(f"job {job_id} not found")
     return job
@@ -263,7 +263,8 @@ def cancel_job(
     """A queued job is canceled now (and its webhook sent); a running one after its group."""
     delivery_id = None
     with transaction(sessions) as session:
-        job = get_job(session, tenant_id=tenant_id, job_id=job_id)
+        # Locked, as the workers lock it, so a claim or a finish in flight is not overwritten.
+        job = get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
         if job.status in job_lifecycle.TERMINAL:
             return
         job_lifecycle.request_cancel(job)
