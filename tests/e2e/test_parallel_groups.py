@@ -1,16 +1,28 @@
 """On the CPU engine a document's page groups are queued together, so two workers OCR one long
-document at once; it still comes back whole, in page order, each page once."""
+document at once; it still comes back whole, in page order, each page once, and the workers
+take a document's row locks in one order (job, then group), so they never deadlock."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import threading
+import time
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
 
 from ocr_api.core.celery_app import make_celery
-from ocr_api.core.models import PageGroup
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.models import Job, PageGroup
+from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
+from ocr_worker.embedded import InlineDispatcher
+from ocr_worker.engines.base import PageGroupInput
+from ocr_worker.pipeline import PageGroupPipeline
+from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import celery_worker, wait_until
 from tests.factories import sample_pages, scanned_pdf
+from tests.worker.conftest import ScriptedEngine
 
 SECOND_WORKER = "ocr2@e2e"
 
@@ -47,3 +59,78 @@ def test_two_workers_share_one_documents_page_groups(service: Service) -> None:
         assert last.started_at < first.finished_at and first.started_at < last.finished_at
     finally:
         second.stop()
+
+
+class _HeldEngine(ScriptedEngine):
+    """Decodes only once the test lets it, so the test can act while a group is mid-way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decoding, self.release = threading.Event(), threading.Event()
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        self.decoding.set()
+        self.release.wait(30)
+        return super().run_group(group)
+
+
+def _group_lockable(session: Session, job_id: str, group_index: int) -> bool:
+    """Whether this session can lock the group's row right now (NOWAIT: no waiting)."""
+    try:
+        session.execute(
+            text(
+                "SELECT 1 FROM page_groups WHERE job_id = :job AND group_index = :index "
+                "FOR UPDATE NOWAIT"
+            ),
+            {"job": job_id, "index": group_index},
+        )
+        return True
+    except Exception:  # psycopg's LockNotAvailable, wrapped by SQLAlchemy
+        return False
+
+
+def test_a_worker_never_holds_a_group_lock_while_waiting_for_its_job(
+    stack: Stack, service_urls: ServiceUrls
+) -> None:
+    # Another worker advancing the job holds the job row and then wants a group row. If this
+    # worker took the group first and then waited for the job, the two would deadlock.
+    with deployment_without_workers(stack, service_urls) as idle:
+        tenant = idle.new_tenant()
+        job_id = submit_job(
+            sessions=idle.sessions,
+            store=idle.store,
+            dispatcher=InlineDispatcher(),
+            settings=idle.settings,
+            tenant_id=tenant.tenant_id,
+            files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(5, lines=1)))],
+            options=JobOptions(),
+        ).job.id
+        engine = _HeldEngine()
+        pipeline = PageGroupPipeline(
+            sessions=idle.sessions,
+            store=idle.store,
+            engine=engine,
+            dispatcher=InlineDispatcher(),
+            settings=idle.settings,
+            worker_id="w1",
+        )
+        outcome: list[str] = []
+        worker = threading.Thread(target=lambda: outcome.append(pipeline.run(job_id, 1)))
+        other = idle.sessions()
+        try:
+            other.get(Job, job_id, with_for_update=True)  # the other worker holds the job
+            worker.start()  # this one's claim must wait for the job, holding nothing
+            time.sleep(0.5)
+            assert _group_lockable(other, job_id, 1)
+            other.rollback()
+            assert engine.decoding.wait(30)  # claimed; now mid-decode
+            other.get(Job, job_id, with_for_update=True)
+            engine.release.set()  # it finishes decoding and goes to record its pages
+            time.sleep(0.5)
+            assert _group_lockable(other, job_id, 1)  # it waits for the job, holding nothing
+            other.rollback()
+        finally:
+            engine.release.set()
+            other.close()
+            worker.join(30)
+        assert outcome == ["ran"]
