@@ -43,19 +43,20 @@ class Service:
         )
 
     def start_ocr_worker(self) -> None:
-        self.ocr_worker = celery_worker(
-            self.stack.env,
-            self.logs,
-            name=OCR_WORKER_NAME,
-            queues="ocr.interactive,ocr.backlog",
-            beat=False,
+        self.ocr_worker = self.start_worker(OCR_WORKER_NAME)
+
+    def start_worker(self, name: str) -> Process:
+        """An OCR worker process on both OCR queues, once it answers a ping."""
+        worker = celery_worker(
+            self.stack.env, self.logs, name=name, queues="ocr.interactive,ocr.backlog", beat=False
         ).start()
         app = make_celery(self.stack.settings)
         wait_until(
-            lambda: app.control.ping(destination=[OCR_WORKER_NAME], timeout=0.5),
+            lambda: app.control.ping(destination=[name], timeout=0.5),
             60,
-            what="the OCR worker to answer a ping",
+            what=f"the worker {name} to answer a ping",
         )
+        return worker
 
 
 @pytest.fixture(scope="session")

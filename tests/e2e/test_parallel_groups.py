@@ -10,7 +10,6 @@ import time
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from ocr_api.core.celery_app import make_celery
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.models import Job, PageGroup
 from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
@@ -20,28 +19,13 @@ from ocr_worker.pipeline import PageGroupPipeline
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
-from tests.e2e.processes import celery_worker, wait_until
 from tests.factories import sample_pages, scanned_pdf
 from tests.worker.conftest import ScriptedEngine
 
-SECOND_WORKER = "ocr2@e2e"
-
 
 def test_two_workers_share_one_documents_page_groups(service: Service) -> None:
-    second = celery_worker(
-        service.stack.env,
-        service.logs,
-        name=SECOND_WORKER,
-        queues="ocr.interactive,ocr.backlog",
-        beat=False,
-    ).start()
+    second = service.start_worker("ocr2@e2e")
     try:
-        app = make_celery(service.stack.settings)
-        wait_until(
-            lambda: app.control.ping(destination=[SECOND_WORKER], timeout=0.5),
-            60,
-            what="the second worker to answer",
-        )
         tenant = service.stack.new_tenant()
         with service.client(tenant) as client:
             job_id = submit(client, scanned_pdf(sample_pages(5, lines=4))).json()["id"]
