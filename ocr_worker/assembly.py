@@ -52,11 +52,12 @@ def load_page_results(store: ObjectStore, job: Job) -> list[PageResult]:
     return results
 
 
-def document_files(job: Job, results: list[PageResult]) -> dict[str, str]:
-    """The assembled result in its three shapes, keyed by format name."""
+def document_files(job: Job, results: list[PageResult], status: str) -> dict[str, str]:
+    """The assembled result in its text shapes, keyed by format name; `status` is the one the
+    job ends with (written before the job is marked finished, so a finished job has it)."""
     document = {
         "job_id": job.id,
-        "status": job.status,
+        "status": status,
         "source": job.source_name,
         "pages_total": job.page_count,
         "pages_failed": job.pages_failed,
@@ -81,9 +82,9 @@ def document_files(job: Job, results: list[PageResult]) -> dict[str, str]:
     }
 
 
-def write_document(store: ObjectStore, job: Job) -> None:
+def write_document(store: ObjectStore, job: Job, *, status: str) -> None:
     results = load_page_results(store, job)
-    files = document_files(job, results)
+    files = document_files(job, results, status)
     types = {
         "json": "application/json",
         "markdown": "text/markdown",

@@ -226,30 +226,52 @@ class PageGroupPipeline:
     def _advance(self, job_id: str, group_index: int) -> None:
         """Queue the next group if it is not queued yet (groups in order), or finish the job
         once every group is settled (in order, or in parallel). Row locks make it idempotent."""
-        finished, delivery_id = False, None
+        finished, complete, delivery_id = False, False, None
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)
             if job is None or job.status in job_lifecycle.TERMINAL:
                 return
             following = _lock_group(session, job_id, group_index + 1)
             if job.cancel_requested:
-                finished, delivery_id = True, self._finish(session, job, canceled=True)
+                finished, delivery_id = True, self._finish_canceled(session, job)
             elif following is not None and following.enqueued_at is None:
                 queue_group(self.dispatcher, following, priority=job.priority)
-            elif _unsettled_groups(session, job_id) == 0:
-                finished, delivery_id = True, self._finish(session, job, canceled=False)
+            else:
+                complete = _unsettled_groups(session, job_id) == 0
+        if complete:
+            finished, delivery_id = self._complete(job_id)
         if delivery_id:
             self.dispatcher.enqueue_webhook(delivery_id=delivery_id)
         if finished:
             self.engine.end_document(job_id)
 
-    def _finish(self, session: Session, job: Job, *, canceled: bool) -> str | None:
-        if canceled:
-            job_lifecycle.finish_canceled(job)
-        else:
+    def _complete(self, job_id: str) -> tuple[bool, str | None]:
+        """Every group is settled, so no page changes any more: assemble the document without
+        holding the job's row (a searchable PDF of 300 scans takes seconds, and a cancel or a
+        poll's writer would wait for it), then mark the job finished under the lock. Two
+        workers settling a document's last groups at once may both assemble it: the objects
+        are at fixed keys and identical, and only one of them finishes the job."""
+        with self.sessions() as session:
+            job = session.get(Job, job_id)
+            assert job is not None
+            assembly.write_document(self.store, job, status=job_lifecycle.outcome(job))
+        with transaction(self.sessions) as session:
+            job = session.get(Job, job_id, with_for_update=True)
+            if job is None or job.status in job_lifecycle.TERMINAL:
+                return False, None  # the other worker finished it
+            # A cancel that came in while the document was assembled is too late: nothing is
+            # left to stop, and the job ends with its whole result.
             job_lifecycle.finish(job)
+            return True, self._finished(session, job)
+
+    def _finish_canceled(self, session: Session, job: Job) -> str | None:
+        """Stopped between groups: the partial result lists the pages never run as canceled."""
+        job_lifecycle.finish_canceled(job)
+        assembly.write_document(self.store, job, status=job.status)
+        return self._finished(session, job)
+
+    def _finished(self, session: Session, job: Job) -> str | None:
         assembly.write_progress(self.store, job)
-        assembly.write_document(self.store, job)
         log.info("job.finished", job_id=job.id, status=job.status, pages_failed=job.pages_failed)
         return record_job_finished(session, job, public_base_url=self.settings.public_base_url)
 

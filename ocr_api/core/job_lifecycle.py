@@ -57,10 +57,15 @@ def finish_canceled(job: Job) -> None:
             group.status = "canceled"
 
 
+def outcome(job: Job) -> str:
+    """The status a job whose pages are all settled ends with: failed only if no page succeeded."""
+    return FAILED if job.pages_failed >= job.page_count else SUCCEEDED
+
+
 def finish(job: Job) -> None:
-    """All pages are settled: failed only if no page succeeded."""
-    all_failed = job.pages_failed >= job.page_count
-    _move(job, FAILED if all_failed else SUCCEEDED)
-    if all_failed:
+    """All pages are settled: the job ends with its outcome."""
+    target = outcome(job)
+    _move(job, target)
+    if target == FAILED:
         job.error = job.error or "every page failed"
     job.finished_at = utcnow()

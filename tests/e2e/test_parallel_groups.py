@@ -1,6 +1,7 @@
 """On the CPU engine a document's page groups are queued together, so two workers OCR one long
 document at once; it still comes back whole, in page order, each page once, and the workers
-take a document's row locks in one order (job, then group), so they never deadlock."""
+take a document's row locks in one order (job, then group), so they never deadlock, and hold the
+job's row only for bookkeeping, never while the result is assembled."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import time
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from ocr_api.core import object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.models import Job, PageGroup
+from ocr_api.core.storage import S3ObjectStore
 from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.base import PageGroupInput
@@ -71,6 +74,70 @@ def _group_lockable(session: Session, job_id: str, group_index: int) -> bool:
         return True
     except Exception:  # psycopg's LockNotAvailable, wrapped by SQLAlchemy
         return False
+
+
+def _job_lockable(session: Session, job_id: str) -> bool:
+    try:
+        session.execute(
+            text("SELECT 1 FROM jobs WHERE id = :job FOR UPDATE NOWAIT"), {"job": job_id}
+        )
+        return True
+    except Exception:
+        return False
+    finally:
+        session.rollback()
+
+
+class _ProbingStore(S3ObjectStore):
+    """Notes, as the searchable PDF is written, whether anyone else could lock the job now."""
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__(stack.settings.s3)
+        self.probe = stack.sessions()
+        self.job_lockable_while_assembling: list[bool] = []
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        if key.endswith("/result.pdf"):
+            job_id = key.split("/")[1]
+            self.job_lockable_while_assembling.append(_job_lockable(self.probe, job_id))
+        super().put(key, data, content_type)
+
+
+def test_the_result_is_assembled_without_holding_the_job(
+    stack: Stack, service_urls: ServiceUrls
+) -> None:
+    # A 300-page searchable PDF takes seconds to build; a cancel (or another worker) that
+    # needs the job's row must not wait for it.
+    with deployment_without_workers(stack, service_urls) as idle:
+        tenant = idle.new_tenant()
+        job_id = submit_job(
+            sessions=idle.sessions,
+            store=idle.store,
+            dispatcher=InlineDispatcher(),
+            settings=idle.settings,
+            tenant_id=tenant.tenant_id,
+            files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(2, lines=1)))],
+            options=JobOptions(),
+        ).job.id
+        store = _ProbingStore(idle)
+        pipeline = PageGroupPipeline(
+            sessions=idle.sessions,
+            store=store,
+            engine=ScriptedEngine(),
+            dispatcher=InlineDispatcher(),
+            settings=idle.settings,
+            worker_id="w1",
+        )
+        try:
+            assert pipeline.run(job_id, 0) == "ran"
+        finally:
+            store.probe.close()
+        assert store.job_lockable_while_assembling == [True]
+        with idle.sessions() as session:
+            job = session.get(Job, job_id)
+            assert job is not None and job.status == "succeeded"
+        document = store.get(object_keys.result_key(job_id, "json"))
+        assert b'"status": "succeeded"' in document  # written before the job was marked
 
 
 def test_a_worker_never_holds_a_group_lock_while_waiting_for_its_job(
