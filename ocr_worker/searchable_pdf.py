@@ -18,6 +18,7 @@ import pymupdf
 from PIL import Image
 
 from ocr_api.core.contracts import Block, PageResult
+from ocr_worker.imaging import release_mupdf_store
 
 TABLE_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.S | re.I)
 TABLE_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", re.S | re.I)
@@ -54,6 +55,7 @@ def build_searchable_pdf(
         for document in inputs.values():
             document.close()
         out.close()
+        release_mupdf_store()
 
 
 def _open_input(key: str, data: bytes) -> pymupdf.Document:

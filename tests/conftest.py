@@ -146,22 +146,34 @@ def deployment_without_workers(
     stack: Stack, service_urls: ServiceUrls, **updates: object
 ) -> Iterator[Stack]:
     """The stack's settings (with ``updates``) on a database, bucket and Redis database of its
-    own that no worker reads: every job submitted there stays queued."""
+    own that no worker reads (every job submitted there stays queued) unless the test starts one
+    with the returned stack's ``env``."""
     tag = uuid.uuid4().hex[:10]
-    database = create_database(service_urls.database_admin, tag)
+    database, redis, bucket = (
+        create_database(service_urls.database_admin, tag),
+        fresh_redis_url(service_urls),
+        f"uocr-{tag}",
+    )
     settings = stack.settings.model_copy(
         update={
             **updates,
             "database": stack.settings.database.model_copy(update={"url": database}),
-            "redis": stack.settings.redis.model_copy(update={"url": fresh_redis_url(service_urls)}),
-            "s3": stack.settings.s3.model_copy(update={"bucket": f"uocr-{tag}"}),
+            "redis": stack.settings.redis.model_copy(update={"url": redis}),
+            "s3": stack.settings.s3.model_copy(update={"bucket": bucket}),
         }
     )
+    env = {
+        **stack.env,
+        "UOCR_DATABASE__URL": database,
+        "UOCR_REDIS__URL": redis,
+        "UOCR_S3__BUCKET": bucket,
+        **{f"UOCR_{name.upper()}": str(value) for name, value in updates.items()},
+    }
     sessions = make_session_factory(make_engine(settings.database))
     store = S3ObjectStore(settings.s3)
     store.ensure_bucket()
     try:
-        yield Stack(settings, {}, sessions, store)
+        yield Stack(settings, env, sessions, store)
     finally:
         sessions.kw["bind"].dispose()
         drop_database(service_urls.database_admin, tag)

@@ -38,6 +38,8 @@ def make_celery(settings: Settings) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        # Checked by the prefork pool after each task (acked by then: nothing is lost).
+        worker_max_memory_per_child=settings.worker.max_memory_per_child_mb * 1024 or None,
         task_track_started=True,
         worker_send_task_events=True,
         task_send_sent_event=True,

@@ -17,6 +17,8 @@ _SHARED: list[Any] = [
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
+    # The pid: which prefork child (or recycled successor) wrote the line.
+    structlog.processors.CallsiteParameterAdder({structlog.processors.CallsiteParameter.PROCESS}),
 ]
 
 

@@ -90,6 +90,10 @@ class WorkerSettings(_Section):
     # GPU workers run threads so up to max_concurrency page groups share each decode step; the
     # lease (not Celery's time limits, which threads ignore) then bounds a stuck group.
     pool: Literal["prefork", "threads"] = "prefork"
+    # A prefork child (CPU engine) whose resident memory is above this after a task is replaced
+    # by a fresh one, so a slow leak in a native library cannot creep for hours; 0 turns it off.
+    # GPU workers (threads, one model per card) are not recycled.
+    max_memory_per_child_mb: int = Field(3072, ge=0)
     # Whether a document's page groups may run at once on several workers; unset: yes, unless
     # the engine carries state from group to group (see Settings.page_groups_in_parallel).
     parallel_page_groups: bool | None = None
