@@ -32,7 +32,8 @@ def main() -> None:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--pages", default=None, help="Page range, e.g. 1-3,7.")
 def run(file: Path, out_dir: Path, pages: str | None) -> None:
-    """OCR FILE on this machine, no servers: writes result.json, result.md and pages.jsonl."""
+    """OCR FILE on this machine, no servers: writes result.json, result.md, pages.jsonl,
+    result.pdf and result.hocr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from ocr_api.core.errors import DomainError

@@ -10,6 +10,7 @@ from ocr_api.core import object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
+from ocr_worker.hocr import build_hocr
 from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
 
 log = structlog.get_logger(__name__)
@@ -53,8 +54,9 @@ def load_page_results(store: ObjectStore, job: Job) -> list[PageResult]:
 
 
 def document_files(job: Job, results: list[PageResult], status: str) -> dict[str, str]:
-    """The assembled result in its text shapes, keyed by format name; `status` is the one the
-    job ends with (written before the job is marked finished, so a finished job has it)."""
+    """The assembled result in its text shapes (JSON, Markdown, text, JSON lines, hOCR), keyed
+    by format name; `status` is the one the job ends with (written before the job is marked
+    finished, so a finished job has it)."""
     document = {
         "job_id": job.id,
         "status": status,
@@ -79,6 +81,7 @@ def document_files(job: Job, results: list[PageResult], status: str) -> dict[str
         "markdown": markdown + "\n",
         "text": text + "\n",
         "jsonl": "".join(json.dumps(r.to_jsonl_obj(), ensure_ascii=False) + "\n" for r in results),
+        "hocr": build_hocr(job.source_name, results),
     }
 
 
@@ -90,6 +93,7 @@ def write_document(store: ObjectStore, job: Job, *, status: str) -> None:
         "markdown": "text/markdown",
         "text": "text/plain",
         "jsonl": "application/x-ndjson",
+        "hocr": "text/html",
     }
     for fmt, content in files.items():
         store.put(

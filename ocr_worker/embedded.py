@@ -29,6 +29,7 @@ OUTPUT_FILES = {
     "markdown": "result.md",
     "jsonl": "pages.jsonl",
     "pdf": "result.pdf",
+    "hocr": "result.hocr",
 }
 
 
@@ -57,8 +58,8 @@ def run_document(
     engine: OcrEngine | None = None,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Job:
-    """OCR ``path`` into ``out_dir`` (result.json, result.md, pages.jsonl, result.pdf); returns
-    the job."""
+    """OCR ``path`` into ``out_dir`` (result.json, result.md, pages.jsonl, result.pdf,
+    result.hocr); returns the job."""
     state_dir = out_dir / ".uocr"
     shutil.rmtree(state_dir, ignore_errors=True)  # a rerun starts clean
     state_dir.mkdir(parents=True)

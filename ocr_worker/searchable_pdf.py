@@ -8,9 +8,7 @@ keeps its scan and carries no text: no page is dropped.
 
 from __future__ import annotations
 
-import html
 import io
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,10 +17,8 @@ from PIL import Image
 
 from ocr_api.core.contracts import Block, PageResult
 from ocr_worker.imaging import release_mupdf_store
+from ocr_worker.text_layer import placed_lines
 
-TABLE_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.S | re.I)
-TABLE_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", re.S | re.I)
-TAG = re.compile(r"<[^>]+>")
 TEXT_FONT = "cjk"  # MuPDF's built-in Droid Sans Fallback: Latin, Cyrillic, Greek and CJK in one
 DEFAULT_IMAGE_DPI = 300  # the physical size given to an image that does not say its resolution
 
@@ -46,9 +42,8 @@ def build_searchable_pdf(
                 inputs[source.key] = _open_input(source.key, fetch(source.key))
             page = _place_scan(out, inputs[source.key], source.index)
             if result.status == "succeeded" and result.width and result.height:
-                scale = (page.rect.width / result.width, page.rect.height / result.height)
                 for block in result.blocks:
-                    _write_block(page, font, block, scale)
+                    _write_block(page, font, block, (result.width, result.height))
         out.subset_fonts()  # embed only the glyphs used, not the whole 4 MB font
         return out.tobytes(garbage=3, deflate=True)
     finally:
@@ -93,35 +88,16 @@ def _place_scan(out: pymupdf.Document, source: pymupdf.Document, index: int) -> 
 
 
 def _write_block(
-    page: pymupdf.Page, font: pymupdf.Font, block: Block, scale: tuple[float, float]
+    page: pymupdf.Page, font: pymupdf.Font, block: Block, size: tuple[int, int]
 ) -> None:
-    """The block's lines share its box, one band each, each stretched to the box's width."""
-    lines = _plain_lines(block.text)
-    x1, y1, x2, y2 = block.bbox
-    box = pymupdf.Rect(x1 * scale[0], y1 * scale[1], x2 * scale[0], y2 * scale[1]) & page.rect
-    if not lines or box.is_empty:
-        return
-    band = box.height / len(lines)
-    for n, line in enumerate(lines):
-        baseline = pymupdf.Point(box.x0, box.y0 + band * (n + 0.8))
-        fontsize = band * 0.9
+    """Each line invisibly in its band of the block's box, stretched to the box's width."""
+    sx, sy = page.rect.width / size[0], page.rect.height / size[1]
+    for line in placed_lines(block, *size):
+        x1, y1, x2, y2 = line.bbox
+        box = pymupdf.Rect(x1 * sx, y1 * sy, x2 * sx, y2 * sy)
+        baseline = pymupdf.Point(box.x0, box.y0 + box.height * 0.8)
+        fontsize = box.height * 0.9
         writer = pymupdf.TextWriter(page.rect)
-        writer.append(baseline, line, font=font, fontsize=fontsize)
-        stretch = pymupdf.Matrix(box.width / max(font.text_length(line, fontsize), 1e-3), 1)
+        writer.append(baseline, line.text, font=font, fontsize=fontsize)
+        stretch = pymupdf.Matrix(box.width / max(font.text_length(line.text, fontsize), 1e-3), 1)
         writer.write_text(page, render_mode=3, morph=(baseline, stretch))  # 3: invisible
-
-
-def _plain_lines(text: str) -> list[str]:
-    """What a reader searches for: a table (HTML from the GPU engine) as one line per row, its
-    cells separated by spaces; other text line by line; no markup."""
-    rows = TABLE_ROW.findall(text)
-    if rows:
-        cells = [[_plain(cell) for cell in TABLE_CELL.findall(row)] for row in rows]
-        lines = [" ".join(c for c in row if c) for row in cells]
-    else:
-        lines = [_plain(line) for line in text.split("\n")]
-    return [line for line in lines if line]
-
-
-def _plain(fragment: str) -> str:
-    return " ".join(html.unescape(TAG.sub(" ", fragment)).split())

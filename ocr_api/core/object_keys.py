@@ -27,6 +27,7 @@ def result_key(job_id: str, fmt: str) -> str:
         "text": "result.txt",
         "jsonl": "pages.jsonl",
         "pdf": "result.pdf",
+        "hocr": "result.hocr",
     }
     return f"jobs/{job_id}/{names[fmt]}"
 

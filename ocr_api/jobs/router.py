@@ -182,13 +182,18 @@ def get_result(
     job_id: str,
     state: StateDep,
     tenant: TenantDep,
-    format: Literal["json", "markdown", "text", "pdf"] = Query("json"),
+    format: Literal["json", "markdown", "text", "pdf", "hocr"] = Query("json"),
 ) -> Response:
     _finished_job(state, tenant.id, job_id)
     data = _result_object(state, job_id, format)
     if format == "pdf":
         return Response(data, media_type="application/pdf")
-    media = {"json": "application/json", "markdown": "text/markdown", "text": "text/plain"}
+    media = {
+        "json": "application/json",
+        "markdown": "text/markdown",
+        "text": "text/plain",
+        "hocr": "text/html",
+    }
     return Response(data, media_type=f"{media[format]}; charset=utf-8")
 
 
@@ -197,7 +202,7 @@ def get_result_link(
     job_id: str,
     state: StateDep,
     tenant: TenantDep,
-    format: Literal["json", "markdown", "text", "jsonl", "pdf"] = Query("json"),
+    format: Literal["json", "markdown", "text", "jsonl", "pdf", "hocr"] = Query("json"),
 ) -> ResultLink:
     _finished_job(state, tenant.id, job_id)
     _result_object(state, job_id, format)  # a link to nothing would fail later, in the client

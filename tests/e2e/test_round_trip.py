@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import httpx
@@ -66,6 +67,16 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
             assert searchable.page_count == 5 and all(p.get_images() for p in searchable)
             for expected_lines, page in zip(pages, searchable, strict=True):
                 assert character_error_rate("\n".join(expected_lines), page.get_text()) < MAX_CER
+
+        hocr = client.get(f"/v1/jobs/{job_id}/result", params={"format": "hocr"})
+        assert hocr.headers["content-type"].startswith("text/html")
+        hocr_pages = ET.fromstring(hocr.content).findall(".//{*}div[@class='ocr_page']")
+        assert [p.attrib["id"] for p in hocr_pages] == [f"page_{n}" for n in range(1, 6)]
+        for expected_lines, hocr_page in zip(pages, hocr_pages, strict=True):
+            words = " ".join(
+                w.text or "" for w in hocr_page.iterfind(".//{*}span[@class='ocrx_word']")
+            )
+            assert character_error_rate("\n".join(expected_lines), words) < MAX_CER
 
         page_two = client.get(f"/v1/jobs/{job_id}/pages/2").raise_for_status().json()
         assert page_two["page"] == 2 and "Page 2" in page_two["text"]

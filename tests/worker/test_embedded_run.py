@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pymupdf
@@ -38,6 +39,8 @@ def test_uocr_run_writes_ordered_results_for_the_shipped_sample(tmp_path: Path) 
         assert searchable.page_count == 3 and all(page.get_images() for page in searchable)
         for expected, page in zip(sample_pages(3), searchable, strict=True):
             assert character_error_rate("\n".join(expected), page.get_text()) < 0.05
+    hocr = ET.parse(tmp_path / "result.hocr").getroot()
+    assert len(hocr.findall(".//{*}div[@class='ocr_page']")) == 3
 
 
 def test_uocr_run_reads_page_images_and_a_page_range(tmp_path: Path) -> None:
