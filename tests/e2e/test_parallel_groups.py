@@ -76,6 +76,19 @@ def _group_lockable(session: Session, job_id: str, group_index: int) -> bool:
         return False
 
 
+def _queued_job(idle: Stack, *, pages: int) -> str:
+    """A job submitted to a deployment no worker reads: the test runs its groups itself."""
+    return submit_job(
+        sessions=idle.sessions,
+        store=idle.store,
+        dispatcher=InlineDispatcher(),
+        settings=idle.settings,
+        tenant_id=idle.new_tenant().tenant_id,
+        files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(pages, lines=1)))],
+        options=JobOptions(),
+    ).job.id
+
+
 def _job_lockable(session: Session, job_id: str) -> bool:
     try:
         session.execute(
@@ -109,16 +122,7 @@ def test_the_result_is_assembled_without_holding_the_job(
     # A 300-page searchable PDF takes seconds to build; a cancel (or another worker) that
     # needs the job's row must not wait for it.
     with deployment_without_workers(stack, service_urls) as idle:
-        tenant = idle.new_tenant()
-        job_id = submit_job(
-            sessions=idle.sessions,
-            store=idle.store,
-            dispatcher=InlineDispatcher(),
-            settings=idle.settings,
-            tenant_id=tenant.tenant_id,
-            files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(2, lines=1)))],
-            options=JobOptions(),
-        ).job.id
+        job_id = _queued_job(idle, pages=2)
         store = _ProbingStore(idle)
         pipeline = PageGroupPipeline(
             sessions=idle.sessions,
@@ -146,16 +150,7 @@ def test_a_worker_never_holds_a_group_lock_while_waiting_for_its_job(
     # Another worker advancing the job holds the job row and then wants a group row. If this
     # worker took the group first and then waited for the job, the two would deadlock.
     with deployment_without_workers(stack, service_urls) as idle:
-        tenant = idle.new_tenant()
-        job_id = submit_job(
-            sessions=idle.sessions,
-            store=idle.store,
-            dispatcher=InlineDispatcher(),
-            settings=idle.settings,
-            tenant_id=tenant.tenant_id,
-            files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(5, lines=1)))],
-            options=JobOptions(),
-        ).job.id
+        job_id = _queued_job(idle, pages=5)
         engine = _HeldEngine()
         pipeline = PageGroupPipeline(
             sessions=idle.sessions,
