@@ -66,6 +66,9 @@ class Job(Base):
     groups: Mapped[list[PageGroup]] = relationship(
         back_populates="job", order_by="PageGroup.group_index", cascade="all, delete-orphan"
     )
+    webhook_deliveries: Mapped[list[WebhookDelivery]] = relationship(
+        order_by="WebhookDelivery.created_at", viewonly=True
+    )
 
 
 class Page(Base):
@@ -128,6 +131,8 @@ class WebhookDelivery(Base):
     body: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Attempts made before an operator last resent it: the retry cap counts from here.
+    attempts_before_resend: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     attempt_log: Mapped[list[WebhookAttempt]] = relationship(

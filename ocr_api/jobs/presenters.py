@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
-from ocr_api.jobs.schemas import JobPublic, JobSummary, PagePublic
+from ocr_api.jobs.schemas import JobPublic, JobSummary, PagePublic, WebhookPublic
 
 
 def _expires_at(job: Job, settings: Settings) -> datetime | None:
@@ -34,6 +34,21 @@ def summary(job: Job, settings: Settings) -> JobSummary:
     )
 
 
+def _webhook(job: Job) -> WebhookPublic | None:
+    if not job.webhook_deliveries:
+        return None
+    delivery = job.webhook_deliveries[-1]
+    last = delivery.attempt_log[-1] if delivery.attempt_log else None
+    return WebhookPublic(
+        event_id=delivery.id,
+        status=delivery.status,
+        attempts=delivery.attempts,
+        last_status_code=last.status_code if last else None,
+        last_error=last.error if last else None,
+        delivered_at=delivery.delivered_at,
+    )
+
+
 def public(job: Job, settings: Settings) -> JobPublic:
     return JobPublic(
         **summary(job, settings).model_dump(),
@@ -44,6 +59,7 @@ def public(job: Job, settings: Settings) -> JobPublic:
         error=job.error,
         started_at=job.started_at,
         result_url=f"/v1/jobs/{job.id}/result" if job.status in TERMINAL else None,
+        webhook=_webhook(job),
         pages=[
             PagePublic(
                 page=p.page_no,

@@ -61,6 +61,18 @@ class JobList(BaseModel):
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null: last")
 
 
+class WebhookPublic(BaseModel):
+    """The job's completion event: whether the receiver has it (a failed one is kept and can be
+    resent by an operator)."""
+
+    event_id: str
+    status: str  # pending | delivered | failed
+    attempts: int
+    last_status_code: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+
+
 class JobPublic(JobSummary):
     engine: str
     groups_total: int
@@ -69,6 +81,7 @@ class JobPublic(JobSummary):
     error: str | None
     started_at: datetime | None
     result_url: str | None
+    webhook: WebhookPublic | None
     pages: list[PagePublic]
 
 

@@ -48,10 +48,11 @@ def attempt_delivery(
         assert tenant is not None
         url, body, secret = delivery.url, delivery.body.encode(), tenant.webhook_secret
         attempt_no = delivery.attempts + 1
+        attempt_in_round = attempt_no - delivery.attempts_before_resend
     status_code, error, started = _post(
         client, settings, url, body, secret, delivery_id, attempt_no
     )
-    outcome = _classify(settings, status_code, attempt_no)
+    outcome = _classify(settings, status_code, attempt_in_round)
     _record(sessions, delivery_id, attempt_no, status_code, error, started, outcome)
     log.info(
         "webhook.attempt",

@@ -3,7 +3,11 @@ is recorded and the event id stays the same across attempts."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -13,6 +17,8 @@ from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import WebhookReceiver, free_port, wait_until
 from tests.factories import sample_pages, scanned_pdf
+
+UOCR = str(Path(sys.executable).with_name("uocr"))
 
 
 def _run_job(service: Service, webhook_url: str) -> str:
@@ -77,3 +83,42 @@ def test_a_receiver_that_is_down_gets_the_event_when_it_comes_back(service: Serv
     delivery = _delivery(service, job_id)
     assert delivery.attempt_log[0].status_code is None
     assert "ConnectError" in (delivery.attempt_log[0].error or "")
+
+
+def _uocr(service: Service, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [UOCR, *args], env={**os.environ, **service.stack.env}, capture_output=True, text=True
+    )
+
+
+def test_a_dead_letter_shows_in_the_status_and_an_operator_resends_it(service: Service) -> None:
+    service.receiver.responses["/hooks/fixed-later"] = [410, 200]  # refused, then fixed
+    tenant = service.stack.new_tenant()
+    with service.client(tenant) as client:
+        job_id = submit(
+            client,
+            scanned_pdf(sample_pages(1, lines=1)),
+            webhook_url=service.receiver.url("/hooks/fixed-later"),
+        ).json()["id"]
+        wait_for(client, job_id)
+        wait_until(lambda: _delivery(service, job_id).status == "failed", 30, what="failed")
+        webhook = client.get(f"/v1/jobs/{job_id}").json()["webhook"]
+        assert (webhook["status"], webhook["attempts"], webhook["last_status_code"]) == (
+            "failed",
+            1,
+            410,
+        )
+        listed = _uocr(service, "webhooks", "failed", "--tenant", tenant.tenant_name)
+        assert listed.returncode == 0, listed.stderr
+        assert webhook["event_id"] in listed.stdout and "last=410" in listed.stdout
+
+        resent = _uocr(service, "webhooks", "resend", webhook["event_id"])
+        assert resent.returncode == 0 and f"resent {webhook['event_id']}" in resent.stdout
+        wait_until(lambda: _delivery(service, job_id).status == "delivered", 30, what="resent")
+        hooks = service.receiver.for_path("/hooks/fixed-later")
+        assert [h.headers[ATTEMPT_HEADER] for h in hooks] == ["1", "2"]
+        assert {h.headers[EVENT_ID_HEADER] for h in hooks} == {webhook["event_id"]}  # same event
+        assert client.get(f"/v1/jobs/{job_id}").json()["webhook"]["status"] == "delivered"
+
+    again = _uocr(service, "webhooks", "resend", webhook["event_id"])
+    assert again.returncode != 0 and "is delivered, not failed" in again.stderr

@@ -1,10 +1,18 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from ocr_api.core.settings import SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def _no_deployment_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test stack exports its settings as UOCR_* variables; these tests read the defaults."""
+    for name in [n for n in os.environ if n.startswith("UOCR_")]:
+        monkeypatch.delenv(name)
 
 
 def test_defaults_are_the_deployment_guides_values() -> None:

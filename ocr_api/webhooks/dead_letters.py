@@ -1,0 +1,74 @@
+"""Dead letters: deliveries that ran out of retries or that the receiver refused. They are kept;
+an operator lists them and, once the receiver is fixed, resends them. A resent delivery is the
+same event (id, body, signature scheme) with a fresh set of retries, so a receiver that
+deduplicates on the event id stays safe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ocr_api.core.errors import InvalidRequest
+from ocr_api.core.models import Job, Tenant, WebhookDelivery
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    delivery_id: str
+    job_id: str
+    tenant_name: str
+    event_type: str
+    url: str
+    attempts: int
+    last_status_code: int | None
+    last_error: str | None
+    created_at: datetime
+
+
+def dead_letters(session: Session, *, tenant_name: str | None = None) -> list[DeadLetter]:
+    query = (
+        select(WebhookDelivery, Tenant.name)
+        .join(Job, Job.id == WebhookDelivery.job_id)
+        .join(Tenant, Tenant.id == Job.tenant_id)
+        .where(WebhookDelivery.status == "failed")
+        .order_by(WebhookDelivery.created_at)
+    )
+    if tenant_name is not None:
+        query = query.where(Tenant.name == tenant_name)
+    letters = []
+    for delivery, name in session.execute(query).all():
+        last = delivery.attempt_log[-1] if delivery.attempt_log else None
+        letters.append(
+            DeadLetter(
+                delivery.id,
+                delivery.job_id,
+                name,
+                delivery.event_type,
+                delivery.url,
+                delivery.attempts,
+                last.status_code if last else None,
+                last.error if last else None,
+                delivery.created_at,
+            )
+        )
+    return letters
+
+
+def mark_for_resend(session: Session, delivery_ids: list[str]) -> list[str]:
+    """Put failed deliveries back to pending with a fresh set of retries; the caller queues
+    them once this commits. Anything but a failed delivery is refused, naming it."""
+    deliveries = []
+    for delivery_id in delivery_ids:
+        delivery = session.get(WebhookDelivery, delivery_id, with_for_update=True)
+        if delivery is None:
+            raise InvalidRequest(f"no webhook delivery {delivery_id}")
+        if delivery.status != "failed":
+            raise InvalidRequest(f"webhook delivery {delivery_id} is {delivery.status}, not failed")
+        deliveries.append(delivery)
+    for delivery in deliveries:
+        delivery.status = "pending"
+        delivery.attempts_before_resend = delivery.attempts
+    return [d.id for d in deliveries]
