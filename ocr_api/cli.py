@@ -239,10 +239,6 @@ def _manifest_step(step: Callable[[Path], T], path: Path) -> T:
         raise click.ClickException(str(error)) from None
 
 
-if __name__ == "__main__":
-    main()
-
-
 @main.group()
 def webhooks() -> None:
     """Webhook dead letters: deliveries that ran out of retries or were refused."""
@@ -292,3 +288,7 @@ def webhooks_resend(delivery_ids: tuple[str, ...], all_failed: bool, tenant: str
     for delivery_id in resent:
         dispatcher.enqueue_webhook(delivery_id=delivery_id)
         click.echo(f"resent {delivery_id}")
+
+
+if __name__ == "__main__":
+    main()
