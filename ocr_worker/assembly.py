@@ -87,17 +87,11 @@ def document_files(job: Job, results: list[PageResult], status: str) -> dict[str
 
 def write_document(store: ObjectStore, job: Job, *, status: str) -> None:
     results = load_page_results(store, job)
-    files = document_files(job, results, status)
-    types = {
-        "json": "application/json",
-        "markdown": "text/markdown",
-        "text": "text/plain",
-        "jsonl": "application/x-ndjson",
-        "hocr": "text/html",
-    }
-    for fmt, content in files.items():
+    for fmt, content in document_files(job, results, status).items():
         store.put(
-            object_keys.result_key(job.id, fmt), content.encode(), types[fmt] + "; charset=utf-8"
+            object_keys.result_key(job.id, fmt),
+            content.encode(),
+            object_keys.result_media_type(fmt),
         )
     write_searchable_pdf(store, job, results)
 
@@ -111,4 +105,4 @@ def write_searchable_pdf(store: ObjectStore, job: Job, results: list[PageResult]
     except Exception:
         log.exception("result.searchable_pdf_failed", job_id=job.id)
         return
-    store.put(object_keys.result_key(job.id, "pdf"), data, "application/pdf")
+    store.put(object_keys.result_key(job.id, "pdf"), data, object_keys.result_media_type("pdf"))

@@ -24,13 +24,7 @@ from ocr_worker.engines.base import OcrEngine
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
 
-OUTPUT_FILES = {
-    "json": "result.json",
-    "markdown": "result.md",
-    "jsonl": "pages.jsonl",
-    "pdf": "result.pdf",
-    "hocr": "result.hocr",
-}
+OUTPUT_FORMATS = ("json", "markdown", "jsonl", "pdf", "hocr")  # named as in the bucket
 
 
 @dataclass
@@ -99,7 +93,8 @@ def run_document(
         with sessions() as session:
             job = session.get(Job, job.id) or job
         on_progress(job.pages_done, job.page_count)
-    for fmt, name in OUTPUT_FILES.items():
+    for fmt in OUTPUT_FORMATS:
+        name = object_keys.result_file_name(fmt)
         try:
             (out_dir / name).write_bytes(store.get(object_keys.result_key(job.id, fmt)))
         except ObjectNotFound:  # only the searchable PDF may be missing (logged when built)

@@ -20,16 +20,28 @@ def progress_key(job_id: str) -> str:
     return f"jobs/{job_id}/progress.json"
 
 
+# A finished document's results by format: the file name (in the bucket and in `uocr run`'s
+# output folder) and the media type it is stored and served with.
+RESULT_FILES: dict[str, tuple[str, str]] = {
+    "json": ("result.json", "application/json; charset=utf-8"),
+    "markdown": ("result.md", "text/markdown; charset=utf-8"),
+    "text": ("result.txt", "text/plain; charset=utf-8"),
+    "jsonl": ("pages.jsonl", "application/x-ndjson; charset=utf-8"),
+    "hocr": ("result.hocr", "text/html; charset=utf-8"),
+    "pdf": ("result.pdf", "application/pdf"),
+}
+
+
+def result_file_name(fmt: str) -> str:
+    return RESULT_FILES[fmt][0]
+
+
+def result_media_type(fmt: str) -> str:
+    return RESULT_FILES[fmt][1]
+
+
 def result_key(job_id: str, fmt: str) -> str:
-    names = {
-        "json": "result.json",
-        "markdown": "result.md",
-        "text": "result.txt",
-        "jsonl": "pages.jsonl",
-        "pdf": "result.pdf",
-        "hocr": "result.hocr",
-    }
-    return f"jobs/{job_id}/{names[fmt]}"
+    return f"jobs/{job_id}/{result_file_name(fmt)}"
 
 
 def inbox_prefix(tenant_id: str) -> str:

@@ -186,15 +186,7 @@ def get_result(
 ) -> Response:
     _finished_job(state, tenant.id, job_id)
     data = _result_object(state, job_id, format)
-    if format == "pdf":
-        return Response(data, media_type="application/pdf")
-    media = {
-        "json": "application/json",
-        "markdown": "text/markdown",
-        "text": "text/plain",
-        "hocr": "text/html",
-    }
-    return Response(data, media_type=f"{media[format]}; charset=utf-8")
+    return Response(data, media_type=object_keys.result_media_type(format))
 
 
 @router.get("/{job_id}/result/link", response_model=ResultLink)
