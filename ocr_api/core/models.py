@@ -139,6 +139,10 @@ class WebhookDelivery(Base):
         back_populates="delivery", order_by="WebhookAttempt.attempt_no"
     )
 
+    @property
+    def last_attempt(self) -> WebhookAttempt | None:
+        return self.attempt_log[-1] if self.attempt_log else None
+
 
 class WebhookAttempt(Base):
     __tablename__ = "webhook_attempts"

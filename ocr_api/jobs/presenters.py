@@ -38,7 +38,7 @@ def _webhook(job: Job) -> WebhookPublic | None:
     if not job.webhook_deliveries:
         return None
     delivery = job.webhook_deliveries[-1]
-    last = delivery.attempt_log[-1] if delivery.attempt_log else None
+    last = delivery.last_attempt
     return WebhookPublic(
         event_id=delivery.id,
         status=delivery.status,

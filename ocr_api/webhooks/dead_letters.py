@@ -40,7 +40,7 @@ def dead_letters(session: Session, *, tenant_name: str | None = None) -> list[De
         query = query.where(Tenant.name == tenant_name)
     letters = []
     for delivery, name in session.execute(query).all():
-        last = delivery.attempt_log[-1] if delivery.attempt_log else None
+        last = delivery.last_attempt
         letters.append(
             DeadLetter(
                 delivery.id,
