@@ -93,7 +93,7 @@ def soak_worker(folder: Path, docs: list[bytes], rounds: int, dpi: int) -> list[
     )
     samples = []
     for n in range(rounds):
-        submitted = submit_job(
+        submit_job(
             sessions=sessions,
             store=store,
             dispatcher=dispatcher,
@@ -104,7 +104,6 @@ def soak_worker(folder: Path, docs: list[bytes], rounds: int, dpi: int) -> list[
         )
         while dispatcher.groups:
             pipeline.run(*dispatcher.groups.popleft())
-        assert submitted.job.id
         samples.append(rss_mb())
     return samples
 
