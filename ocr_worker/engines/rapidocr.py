@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import time
-from statistics import median
 from typing import Any
 
 import numpy as np
@@ -12,12 +10,9 @@ import structlog
 
 from ocr_api.core.contracts import Block, PageResult
 from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
-from ocr_worker.engines.reading_order import Paragraph, TextBox, group_paragraphs, order_boxes
+from ocr_worker.engines.layout import LayoutBlock, TextBox, layout_page, render
 
 log = structlog.get_logger(__name__)
-
-TITLE_HEIGHT_RATIO = 1.25  # a lone line this much taller than body text is a heading
-LIST_ITEM = re.compile(r"^(\d{1,3}[.)]|[-*\u2022])\s")
 
 
 class RapidOcrEngine(OcrEngine):
@@ -55,63 +50,37 @@ class RapidOcrEngine(OcrEngine):
         return result
 
     def detect(self, pixels: np.ndarray) -> list[TextBox]:
+        """Every detected line with its four corners: the layout measures skew and size on
+        them, which the axis-aligned bounds of a tilted line would blur."""
         output: Any = self._ocr(pixels)
         if output.boxes is None or output.txts is None:
             return []
-        boxes = []
-        for quad, text, score in zip(output.boxes, output.txts, output.scores, strict=True):
-            xs, ys = quad[:, 0], quad[:, 1]
-            boxes.append(
-                TextBox(
-                    float(xs.min()),
-                    float(ys.min()),
-                    float(xs.max()),
-                    float(ys.max()),
-                    str(text),
-                    float(score),
-                )
-            )
-        return boxes
+        return [
+            TextBox.from_points(quad.tolist(), str(text), float(score))
+            for quad, text, score in zip(output.boxes, output.txts, output.scores, strict=True)
+        ]
 
 
 def page_result_from_boxes(
     page_no: int, boxes: list[TextBox], *, width: int, height: int
 ) -> PageResult:
-    paragraphs = group_paragraphs(order_boxes(boxes))
-    body_height = median(b.height for b in boxes) if boxes else 0.0
-    blocks = [_block(p, body_height) for p in paragraphs]
-    markdown = "\n\n".join(_markdown(block) for block in blocks)
+    blocks = layout_page(boxes, width=width, height=height)
     return PageResult(
         page=page_no,
         status="succeeded",
-        text="\n".join(line for p in paragraphs for line in p.line_texts),
-        markdown=markdown,
-        blocks=blocks,
+        text="\n".join(block.text for block in blocks),
+        markdown=render(blocks),
+        blocks=[_block(block) for block in blocks],
         width=width,
         height=height,
     )
 
 
-def _block(paragraph: Paragraph, body_height: float) -> Block:
-    x1, y1, x2, y2 = paragraph.bbox
-    lone_tall_line = len(paragraph.lines) == 1 and (y2 - y1) >= TITLE_HEIGHT_RATIO * body_height
-    scores = [box.score for line in paragraph.lines for box in line]
+def _block(block: LayoutBlock) -> Block:
+    x1, y1, x2, y2 = block.page_bounds
     return Block(
-        label="title" if lone_tall_line else "text",
+        label=block.label,
         bbox=(round(x1, 1), round(y1, 1), round(x2, 1), round(y2, 1)),
-        text="\n".join(paragraph.line_texts),
-        confidence=round(min(scores), 4),
+        text=block.text,
+        confidence=round(block.confidence, 4),
     )
-
-
-def _markdown(block: Block) -> str:
-    if block.label == "title":
-        return "## " + block.text
-    # Wrapped lines join into one; a list item keeps its own line.
-    merged: list[str] = []
-    for line in block.text.splitlines():
-        if merged and not LIST_ITEM.match(line):
-            merged[-1] += " " + line
-        else:
-            merged.append(line)
-    return "\n".join(merged)

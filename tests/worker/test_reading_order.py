@@ -1,33 +1,75 @@
+"""Reading order on detections shaped like RapidOCR's on tilted scans."""
+
 from __future__ import annotations
 
-from ocr_worker.engines.reading_order import TextBox, group_paragraphs, order_boxes
+from ocr_worker.engines.layout import layout_page
+from tests.worker.layout.scans import PAGE, Straight, paragraph, scan
 
 
-def _box(x: float, y: float, text: str, width: float = 200, height: float = 20) -> TextBox:
-    return TextBox(x, y, x + width, y + height, text)
+def _read(boxes: list[Straight], degrees: float = 0.7) -> list[str]:
+    blocks = layout_page(scan(boxes, degrees=degrees), width=PAGE[0], height=PAGE[1])
+    return [line for block in blocks for line in block.text.split("\n")]
 
 
-def test_two_columns_are_read_column_by_column_not_across() -> None:
-    left = [_box(50, 100 + 30 * i, f"L{i}") for i in range(4)]
-    right = [_box(400, 100 + 30 * i, f"R{i}") for i in range(4)]
-    ordered = order_boxes(right[::-1] + left[::-1])
-    assert [b.text for b in ordered] == ["L0", "L1", "L2", "L3", "R0", "R1", "R2", "R3"]
+def _prose(tag: str, count: int, chars: int = 80) -> list[str]:
+    return [f"{tag}{n} " + "x" * (chars - len(tag) - 3) for n in range(count)]
 
 
-def test_a_full_width_heading_comes_before_both_columns() -> None:
-    heading = _box(50, 40, "Title", width=550, height=30)
-    left = [_box(50, 100 + 30 * i, f"L{i}") for i in range(3)]
-    right = [_box(400, 100 + 30 * i, f"R{i}") for i in range(3)]
-    ordered = order_boxes(right + left + [heading])
-    assert [b.text for b in ordered] == ["Title", "L0", "L1", "L2", "R0", "R1", "R2"]
+def test_a_tilted_paragraph_with_an_indented_first_line_reads_line_after_line() -> None:
+    # Regression: touching line boxes left no empty stripe, and the fallback sorted by left
+    # edge, so the indented first line came last.
+    first = _prose("a", 6)
+    second = _prose("b", 5)
+    boxes = paragraph(200, 300, first) + paragraph(200, 300 + 30 * 6, second)
+    assert _read(boxes) == first + second
+    assert _read(boxes, degrees=-0.9) == first + second
 
 
-def test_words_on_one_line_read_left_to_right() -> None:
-    line = [_box(300, 50, "world", 80), _box(50, 52, "hello", 80), _box(140, 49, "there", 80)]
-    assert [b.text for b in order_boxes(line)] == ["hello", "there", "world"]
+def test_two_columns_read_column_by_column_after_a_full_width_heading() -> None:
+    heading = Straight(200, 200, "Chapter 3 Installing", width=1300, height=48)
+    left = _prose("L", 12, chars=40)
+    right = _prose("R", 12, chars=40)
+    boxes = [heading] + paragraph(200, 280, left, indent=0) + paragraph(880, 280, right, indent=0)
+    assert _read(boxes) == ["Chapter 3 Installing", *left, *right]
 
 
-def test_close_lines_form_a_paragraph_and_a_gap_starts_another() -> None:
-    boxes = [_box(50, 100, "a"), _box(50, 124, "b"), _box(50, 200, "c")]
-    paragraphs = group_paragraphs(order_boxes(boxes))
-    assert [p.line_texts for p in paragraphs] == [["a", "b"], ["c"]]
+def test_a_table_with_an_empty_vertical_stripe_reads_row_by_row() -> None:
+    # A narrow label column beside a wide one: the stripe between them is no gutter.
+    labels = [f"-{c}" for c in "abcdefgh"]
+    meanings = [f"meaning of option {c} in words" for c in "abcdefgh"]
+    boxes = [Straight(220, 300 + 30 * n, label) for n, label in enumerate(labels)]
+    boxes += [Straight(600, 300 + 30 * n, text) for n, text in enumerate(meanings)]
+    lines = _read(boxes)
+    assert lines == [f"{a}\t{b}" for a, b in zip(labels, meanings, strict=True)]
+
+
+def test_a_two_column_index_reads_each_entry_with_its_page_number() -> None:
+    # Dot leaders are dropped by the detector, so each column has its own stripe between
+    # entries and numbers; only the one between the columns is a gutter.
+    def column(x: float, tag: str) -> list[Straight]:
+        rows = []
+        for n in range(20):
+            rows.append(Straight(x, 300 + 30 * n, f"{tag}entry{n}", width=200))
+            rows.append(Straight(x + 530, 300 + 30 * n, str(10 + n), width=40))
+        return rows
+
+    lines = _read(column(200, "a") + column(880, "b"))
+    expected = [f"{tag}entry{n}\t{10 + n}" for tag in "ab" for n in range(20)]
+    assert lines == expected
+
+
+def test_an_indented_table_inside_a_single_column_is_no_pair_of_columns() -> None:
+    # Program output: two blocks of cells side by side, indented in the text; both sides are
+    # wide enough to be columns, but together they do not fill the text's width.
+    intro = _prose("i", 2)
+    cells = [Straight(320, 400 + 30 * n, f"{n} C:\\\\bdr NA", width=320) for n in range(1, 4)] + [
+        Straight(760, 400 + 30 * n, f"Sheet{n}$ SYSTEM TABLE NA", width=380) for n in range(1, 4)
+    ]
+    lines = _read(paragraph(200, 300, intro, indent=0) + cells)
+    assert lines[:2] == intro
+    assert [line.split()[0] for line in lines[2:]] == ["1", "2", "3"]
+
+
+def test_boxes_side_by_side_on_one_line_read_left_to_right() -> None:
+    boxes = [Straight(900, 400, "world"), Straight(200, 400, "hello"), Straight(520, 401, "there")]
+    assert " ".join(_read(boxes)).split() == ["hello", "there", "world"]

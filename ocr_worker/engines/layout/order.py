@@ -1,0 +1,133 @@
+"""Reading order: column sets found where a real gutter runs, everything else line by line.
+
+A page is read top to bottom, line by line, except where a run of lines shares a real gutter: a
+vertical stripe that no box crosses over the whole run, with text on both sides on many lines,
+splitting the run into columns of similar width. Such a run is read column by column, each column
+again by these rules (a column may hold a table or a nested pair of columns).
+
+Why not plain XY-cut: its fallback for a region without an empty horizontal stripe (any
+paragraph: RapidOCR's line boxes touch) sorted by left edge, and it took any empty vertical stripe
+for a gutter, so a table with a blank stripe was read column by column. Lines are the atoms here,
+so a paragraph can only be read line after line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from statistics import median
+
+from ocr_worker.engines.layout.boxes import Placed
+from ocr_worker.engines.layout.lines import Line, group_lines
+from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end, stripes
+
+# Page columns are set to one width. Ragged short lines (an index) still fill most of their
+# column; a table's columns are sized by their content (a label column is a fraction of its
+# neighbour), so columns more than twice as wide as each other are a table, read row by row.
+MAX_COLUMN_RATIO = 2.0
+# A page column holds sentences: at least ~16 characters a line (about 8 line heights; the
+# narrowest newspaper columns hold ~25). A narrower strip is a table column (page numbers of an
+# index, a column of option names).
+MIN_COLUMN_WIDTH = 8.0
+# Columns span the text block (their outer margins are its margins, give or take a ragged last
+# line); four fifths leaves room for a right column whose lines all end short.
+COLUMN_FILL = 0.8
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Lines read as one stream, in order: a column, or a stretch of the page read across."""
+
+    lines: list[Line]
+
+
+@dataclass(frozen=True)
+class _Run:
+    start: int
+    end: int  # exclusive
+    cuts: list[float]  # x of each gutter, left to right
+
+
+def reading_order(boxes: Sequence[Placed]) -> list[Flow]:
+    if not boxes:
+        return []
+    unit = median(b.height for b in boxes)
+    return _order(list(boxes), unit)
+
+
+def _order(boxes: list[Placed], unit: float) -> list[Flow]:
+    lines = group_lines(boxes)
+    run = _column_run(lines, unit)
+    if run is None:
+        return [Flow(lines)]
+    flows = _order(_boxes(lines[: run.start]), unit) if run.start else []
+    for column in _split(_boxes(lines[run.start : run.end]), run.cuts):
+        flows += _order(column, unit)
+    if run.end < len(lines):
+        flows += _order(_boxes(lines[run.end :]), unit)
+    return flows
+
+
+def _column_run(lines: list[Line], unit: float) -> _Run | None:
+    """The first run of lines (top down) that has real gutters."""
+    if len(lines) < MIN_COLUMN_LINES:
+        return None
+    left, right = min(line.x1 for line in lines), max(line.x2 for line in lines)
+    start = 0
+    while start <= len(lines) - MIN_COLUMN_LINES:
+        end = run_end(lines, start, left, right, unit)
+        cuts = gutters(lines[start:end], stripes(lines[start:end], left, right, unit))
+        run = _boxes(lines[start:end])
+        columns = _page_columns(run, cuts, unit) if _fills(run, left, right) else []
+        if columns:
+            return _Run(start, end, columns)
+        start += 1
+    return None
+
+
+def _fills(boxes: list[Placed], left: float, right: float) -> bool:
+    """Page columns fill the width of the text they sit in; an indented table or program output
+    inside a column of text does not."""
+    return max(b.x2 for b in boxes) - min(b.x1 for b in boxes) >= COLUMN_FILL * (right - left)
+
+
+def _page_columns(boxes: list[Placed], cuts: list[float], unit: float) -> list[float]:
+    """The gutters among ``cuts`` that split the page into columns, or [] if none do.
+
+    Not every clear stripe is a gutter: in a two-column index each column has its own stripe
+    between entries and page numbers. Page columns are alike, so the chosen gutters must leave
+    columns of similar width holding the same number of the other stripes; a table's stripes
+    leave unlike parts (a narrow label column beside a wide one). The most columns win."""
+    best: list[float] = []
+    for size in range(1, len(cuts) + 1):
+        for chosen in combinations(cuts, size):
+            columns = _split(boxes, list(chosen))
+            if _alike(columns, [c for c in cuts if c not in chosen], unit):
+                best = list(chosen)
+    return best
+
+
+def _alike(columns: list[list[Placed]], others: list[float], unit: float) -> bool:
+    widths = [max(b.x2 for b in col) - min(b.x1 for b in col) for col in columns]
+    inner = [
+        sum(min(b.x1 for b in col) < cut < max(b.x2 for b in col) for cut in others)
+        for col in columns
+    ]
+    return (
+        len(columns) >= 2
+        and max(widths) <= MAX_COLUMN_RATIO * min(widths)
+        and min(widths) >= MIN_COLUMN_WIDTH * unit
+        and len(set(inner)) == 1
+    )
+
+
+def _split(boxes: list[Placed], cuts: list[float]) -> list[list[Placed]]:
+    columns: list[list[Placed]] = [[] for _ in range(len(cuts) + 1)]
+    for box in boxes:
+        columns[sum(box.cx > cut for cut in cuts)].append(box)
+    return [col for col in columns if col]
+
+
+def _boxes(lines: Sequence[Line]) -> list[Placed]:
+    return [box for line in lines for box in line.boxes]
