@@ -1,0 +1,119 @@
+"""The real documents: which Debian package, which PDF, which pages, and fetching them.
+
+Never use or tune on the held-out documents (the Debian Reference in every language, the
+Developer's Reference, gnuplot's and asymptote's manuals, R's "An Introduction to R", PARI's
+tutorial, lshort-zh-cn): they are kept for an independent check. ``HELD_OUT`` guards it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE_DIR = ROOT / ".ci-state" / "accuracy"  # gitignored: PDFs are fetched, never committed
+HELD_OUT = ("debian-reference", "developers-reference", "gnuplot", "asymptote", "R-intro",
+            "pari", "lshort")
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """Pages of one PDF shipped in a Debian package. ``pages`` are 0-based page indices."""
+
+    doc_id: str
+    package: str
+    member: str  # the PDF's path inside the package
+    pages: tuple[int, ...]
+    covers: str  # what the pages exercise, for the report
+    in_ci: bool = True
+
+    @property
+    def pdf_path(self) -> Path:
+        return STATE_DIR / "pdf" / self.package / Path(self.member).name
+
+
+R_MANUALS = "usr/share/R/doc/manual"
+TEXLIVE_DOC = "usr/share/doc/texlive-doc"
+
+# The CI set: English prose, code, tables, two-column pages and Chinese, 20 pages in all.
+CI_DOCUMENTS = (
+    SourceDocument("r-admin", "r-doc-pdf", f"{R_MANUALS}/R-admin.pdf", (7, 8, 13),
+                   "English prose, headings, shell commands"),
+    SourceDocument("r-lang", "r-doc-pdf", f"{R_MANUALS}/R-lang.pdf", (15, 16, 17),
+                   "prose, R code, a two-column operator table"),
+    SourceDocument("r-exts-index", "r-doc-pdf", f"{R_MANUALS}/R-exts.pdf", (229, 230),
+                   "a two-column index with dot leaders"),
+    SourceDocument("r-data", "r-doc-pdf", f"{R_MANUALS}/R-data.pdf", (16, 17, 26),
+                   "printed data tables, code"),
+    SourceDocument("octave-oop", "octave-doc", "usr/share/doc/octave/octave.pdf",
+                   (914, 915, 916), "a three-column operator table, code, prose"),
+    SourceDocument("xecjk", "texlive-lang-cjk", f"{TEXLIVE_DOC}/xelatex/xecjk/xeCJK.pdf",
+                   (1, 8, 165), "Chinese prose with Latin words, code, a two-column history"),
+    SourceDocument("cjkpunct", "texlive-lang-cjk", f"{TEXLIVE_DOC}/latex/cjkpunct/CJKpunct.pdf",
+                   (0, 1, 2), "Chinese prose, a two-column table, numbered code"),
+)
+
+# More pages of other (or the same) non-held-out documents, only for the detection cache, so
+# that tuning the reading order does not fit the CI pages alone.
+EXTRA_DOCUMENTS = (
+    SourceDocument("r-admin-extra", "r-doc-pdf", f"{R_MANUALS}/R-admin.pdf", (20, 30),
+                   "English prose", in_ci=False),
+    SourceDocument("r-ints", "r-doc-pdf", f"{R_MANUALS}/R-ints.pdf", (10, 20, 40),
+                   "prose, C code", in_ci=False),
+    SourceDocument("r-faq", "r-doc-pdf", f"{R_MANUALS}/R-FAQ.pdf", (10, 20),
+                   "prose, lists", in_ci=False),
+    SourceDocument("r-exts", "r-doc-pdf", f"{R_MANUALS}/R-exts.pdf", (20, 60, 100),
+                   "prose, code", in_ci=False),
+    SourceDocument("r-lang-extra", "r-doc-pdf", f"{R_MANUALS}/R-lang.pdf", (30, 40, 66),
+                   "prose, code, index", in_ci=False),
+    SourceDocument("octave-extra", "octave-doc", "usr/share/doc/octave/octave.pdf",
+                   (50, 200, 1150), "prose, code, index", in_ci=False),
+    SourceDocument("liboctave", "octave-doc", "usr/share/doc/octave/liboctave.pdf", (10, 20),
+                   "prose, C++ code", in_ci=False),
+    SourceDocument("xecjk-extra", "texlive-lang-cjk", f"{TEXLIVE_DOC}/xelatex/xecjk/xeCJK.pdf",
+                   (3, 5, 9, 12, 40, 168), "Chinese prose, code, code index", in_ci=False),
+    SourceDocument("cjkpunct-extra", "texlive-lang-cjk",
+                   f"{TEXLIVE_DOC}/latex/cjkpunct/CJKpunct.pdf", (5,), "code", in_ci=False),
+)
+
+
+def fetch(documents: tuple[SourceDocument, ...]) -> None:
+    """Download each package once, keep only the PDFs used (idempotent: a fetched PDF is
+    skipped). Packages are unpacked into a folder, never installed."""
+    for package in sorted({doc.package for doc in documents}):
+        wanted = [doc for doc in documents if doc.package == package]
+        if all(doc.pdf_path.is_file() for doc in wanted):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            unpacked = _download_and_unpack(package, Path(tmp))
+            for doc in wanted:
+                doc.pdf_path.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(unpacked / doc.member, doc.pdf_path)
+
+
+def _download_and_unpack(package: str, tmp: Path) -> Path:
+    # As root into a private folder, which apt's sandbox user could not write to.
+    download = ["apt-get", "download", "-qq", "-o", "APT::Sandbox::User=root", package]
+    if subprocess.run(download, cwd=tmp).returncode != 0:
+        # A fresh machine's package lists may be missing or stale.
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(download, cwd=tmp, check=True)
+    (deb,) = tmp.glob(f"{package}_*.deb")
+    subprocess.run(["dpkg", "-x", str(deb), str(tmp / "x")], check=True)
+    return tmp / "x"
+
+
+def _check_not_held_out(documents: tuple[SourceDocument, ...]) -> None:
+    for doc in documents:
+        if any(name.lower() in doc.member.lower() for name in HELD_OUT):
+            raise ValueError(f"{doc.member} is held out for an independent check")
+
+
+_check_not_held_out(CI_DOCUMENTS + EXTRA_DOCUMENTS)
+
+if __name__ == "__main__":  # python -m bench.accuracy.corpus [--extras]
+    fetch(CI_DOCUMENTS + (EXTRA_DOCUMENTS if "--extras" in sys.argv else ()))

@@ -1,0 +1,89 @@
+"""Character error rate against a page's own text layer, normalised the same way on both sides.
+
+``normalise`` (both sides):
+- Every run of whitespace, newlines included, becomes one space. Where a text layer breaks its
+  lines is the PDF producer's business (a table-of-contents entry or a two-column row can come
+  out as several "lines"); the order of the words is what is scored, not the line breaks.
+- No space between two CJK characters (ideographs, kana, CJK and full-width punctuation): a
+  reader sees none, and MuPDF reports the stretch of a justified Chinese line as one.
+- NFKC: ligatures ("ﬁ") and full-width forms ("，" -> ",") read as the characters they are.
+- Dot leaders (three or more dots, spaced or not) become "...": their count depends on the line's
+  width, not on the text.
+
+``reference_text`` (the ground truth only) adds what a reader expects and the text layer loses:
+one space between a Chinese character and a Latin letter or digit ("Debian 系统", "第 3 节"). TeX
+(xeCJK, CJK) typesets a visible gap on both sides, but MuPDF reports it on one side only. An OCR
+that drops those spaces is scored down for it, as a reader would.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from rapidfuzz.distance import Levenshtein
+
+_IDEOGRAPHS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# CJK symbols and punctuation, full-width punctuation (not full-width letters and digits).
+_CJK_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+_CJK = f"[{_IDEOGRAPHS}{_CJK_PUNCT}]"
+_SPACE_INSIDE_CJK = re.compile(f"(?<={_CJK}) (?={_CJK})")
+_WHITESPACE = re.compile(r"\s+")
+_DOT_LEADER = re.compile(r"\.(?:\s*\.){2,}")
+_CJK_THEN_LATIN = re.compile(f"(?<=[{_IDEOGRAPHS}])(?=[A-Za-z0-9])")
+_LATIN_THEN_CJK = re.compile(f"(?<=[A-Za-z0-9])(?=[{_IDEOGRAPHS}])")
+
+
+def normalise(text: str) -> str:
+    """The form both sides are compared in (see the module docstring)."""
+    text = _WHITESPACE.sub(" ", text.replace("\u3000", " ")).strip()
+    text = _SPACE_INSIDE_CJK.sub("", text)  # before NFKC, which turns "，" into ","
+    text = unicodedata.normalize("NFKC", text)
+    text = _DOT_LEADER.sub("...", text)
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def reference_text(text_layer: str) -> str:
+    """A page's ground truth from its text layer: normalised, with reader spacing between
+    Chinese and Latin text."""
+    text = normalise(text_layer)
+    text = _CJK_THEN_LATIN.sub(" ", text)
+    return _LATIN_THEN_CJK.sub(" ", text)
+
+
+@dataclass(frozen=True)
+class PageScore:
+    errors: int  # Levenshtein distance, in characters
+    length: int  # characters of the reference
+
+    @property
+    def cer(self) -> float:
+        return self.errors / max(self.length, 1)
+
+
+def score_page(hypothesis: str, reference: str) -> PageScore:
+    """``hypothesis`` as an engine wrote it; ``reference`` from ``reference_text``."""
+    return PageScore(Levenshtein.distance(normalise(hypothesis), reference), len(reference))
+
+
+def cer(hypothesis: str, reference: str) -> float:
+    """Character error rate of one page: edits / reference characters."""
+    return score_page(hypothesis, reference).cer
+
+
+def document_cer(scores: list[PageScore]) -> float:
+    """All pages' edits over all reference characters (a long page weighs more)."""
+    return sum(s.errors for s in scores) / max(sum(s.length for s in scores), 1)
+
+
+def page_order_ok(hypotheses: list[str], references: list[str]) -> bool:
+    """As many output pages as reference pages, and each output page closest (by CER) to its
+    own reference page: a missing, duplicated or swapped page fails."""
+    if len(hypotheses) != len(references):
+        return False
+    for index, hypothesis in enumerate(hypotheses):
+        rates = [cer(hypothesis, reference) for reference in references]
+        if min(range(len(rates)), key=rates.__getitem__) != index:
+            return False
+    return True

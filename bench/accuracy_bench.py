@@ -1,0 +1,80 @@
+"""Accuracy on real scanned documents: uocr against bare RapidOCR on the same pixels, one run.
+
+    .venv/bin/python -m bench.accuracy_bench [--variant N] [--docs a,b] [--extras]
+
+Fetches the documents (Debian packages, cached in .ci-state/accuracy), scans the chosen pages
+(seeded; ``--variant`` gives other scans of the same pages), then prints per document and overall
+the CER of bare RapidOCR and of uocr, their ratio, the pages and whether they came back in order.
+See bench/accuracy/ for the document set, the scans and the scoring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, SourceDocument, fetch
+from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
+from ocr_api.core.logging import configure_logging
+from ocr_api.core.settings import Settings
+
+
+def overall(results: list[DocumentResult]) -> tuple[float, float]:
+    """CER of bare RapidOCR and of uocr over every character of every document."""
+    length = sum(s.length for r in results for s in r.bare)
+    bare = sum(s.errors for r in results for s in r.bare) / max(length, 1)
+    uocr = sum(s.errors for r in results for s in r.uocr) / max(length, 1)
+    return bare, uocr
+
+
+def ratio(uocr: float, bare: float) -> str:
+    return f"{uocr / bare:.2f}x" if bare else ("1.00x" if uocr == 0 else "inf")
+
+
+def table(results: list[DocumentResult]) -> str:
+    header = f"| {'document':<14} | pages | CER bare | CER uocr | uocr/bare | order OK |"
+    lines = [header, "|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|"]
+    for r in results:
+        pages = f"{r.pages_returned}/{r.pages_expected}"
+        lines.append(
+            f"| {r.doc_id:<14} | {pages:>5} | {r.cer_bare:>8.2%} | {r.cer_uocr:>8.2%} "
+            f"| {ratio(r.cer_uocr, r.cer_bare):>9} | {'yes' if r.order_ok else 'NO':>8} |"
+        )
+    bare, uocr = overall(results)
+    total = sum(r.pages_expected for r in results)
+    ok = all(r.order_ok for r in results)
+    lines.append(
+        f"| {'overall':<14} | {total:>5} | {bare:>8.2%} | {uocr:>8.2%} "
+        f"| {ratio(uocr, bare):>9} | {'yes' if ok else 'NO':>8} |"
+    )
+    return "\n".join(lines)
+
+
+def run(documents: tuple[SourceDocument, ...], variant: int) -> list[DocumentResult]:
+    fetch(documents)
+    settings = Settings()
+    bare = BareRapidOcr()
+    with tempfile.TemporaryDirectory() as tmp:
+        return [evaluate(scan(doc, variant), settings, Path(tmp), bare) for doc in documents]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", type=int, default=0, help="another scan of the same pages")
+    parser.add_argument("--docs", default="", help="comma-separated document ids (default: all)")
+    parser.add_argument("--extras", action="store_true", help="add the non-CI tuning pages")
+    args = parser.parse_args()
+    documents = CI_DOCUMENTS + (EXTRA_DOCUMENTS if args.extras else ())
+    if args.docs:
+        documents = tuple(d for d in documents if d.doc_id in args.docs.split(","))
+    configure_logging("warning")
+    started = time.perf_counter()
+    results = run(documents, args.variant)
+    print(table(results))
+    print(f"scan variant {args.variant}, {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
