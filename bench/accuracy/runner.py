@@ -110,6 +110,9 @@ class DocumentResult:
     pages_expected: int
     pages_returned: int
     order_ok: bool  # page count right and every page closest to its own ground truth
+    bare_texts: list[str]
+    uocr_texts: list[str]
+    references: list[str]
 
     @property
     def cer_bare(self) -> float:
@@ -135,6 +138,9 @@ def evaluate(
         pages_expected=len(refs),
         pages_returned=len(uocr_texts),
         order_ok=page_order_ok(uocr_texts, refs),
+        bare_texts=bare_texts,
+        uocr_texts=uocr_texts,
+        references=refs,
     )
 
 

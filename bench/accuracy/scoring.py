@@ -7,8 +7,12 @@
 - No space between two CJK characters (ideographs, kana, CJK and full-width punctuation): a
   reader sees none, and MuPDF reports the stretch of a justified Chinese line as one.
 - NFKC: ligatures ("ﬁ") and full-width forms ("，" -> ",") read as the characters they are.
-- Dot leaders (three or more dots, spaced or not) become "...": their count depends on the line's
-  width, not on the text.
+- Runs of two or more dots, spaced or not, become a space: the dot leaders of a contents page
+  or an index are filler whose length depends on the line, and the recognizer reads them as a
+  dot or two stuck to the words beside them ("\\name..", ".87"). (An ellipsis goes too, on
+  both sides alike.)
+- Curly quotes become straight ones: the recognizer reads most of them as ASCII quotes, a
+  matter of glyph, not of reading.
 
 ``reference_text`` (the ground truth only) adds what a reader expects and the text layer loses:
 one space between a Chinese character and a Latin letter or digit ("Debian 系统", "第 3 节"). TeX
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
@@ -30,7 +35,8 @@ _CJK_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
 _CJK = f"[{_IDEOGRAPHS}{_CJK_PUNCT}]"
 _SPACE_INSIDE_CJK = re.compile(f"(?<={_CJK}) (?={_CJK})")
 _WHITESPACE = re.compile(r"\s+")
-_DOT_LEADER = re.compile(r"\.(?:\s*\.){2,}")
+_DOT_LEADER = re.compile(r"\s*\.(?:\s*\.)+\s*")
+_STRAIGHT_QUOTES = str.maketrans("\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f", "''''\"\"\"\"")
 _CJK_THEN_LATIN = re.compile(f"(?<=[{_IDEOGRAPHS}])(?=[A-Za-z0-9])")
 _LATIN_THEN_CJK = re.compile(f"(?<=[A-Za-z0-9])(?=[{_IDEOGRAPHS}])")
 
@@ -40,7 +46,7 @@ def normalise(text: str) -> str:
     text = _WHITESPACE.sub(" ", text.replace("\u3000", " ")).strip()
     text = _SPACE_INSIDE_CJK.sub("", text)  # before NFKC, which turns "，" into ","
     text = unicodedata.normalize("NFKC", text)
-    text = _DOT_LEADER.sub("...", text)
+    text = _DOT_LEADER.sub(" ", text).translate(_STRAIGHT_QUOTES)
     return _WHITESPACE.sub(" ", text).strip()
 
 
@@ -75,6 +81,14 @@ def cer(hypothesis: str, reference: str) -> float:
 def document_cer(scores: list[PageScore]) -> float:
     """All pages' edits over all reference characters (a long page weighs more)."""
     return sum(s.errors for s in scores) / max(sum(s.length for s in scores), 1)
+
+
+def bag_error(hypothesis: str, reference: str) -> float:
+    """Characters missing or extra whatever their order (spaces aside), over the reference's:
+    what recognition alone gets wrong, for checking that a scan is readable at all."""
+    wanted = Counter(reference.replace(" ", ""))
+    got = Counter(normalise(hypothesis).replace(" ", ""))
+    return sum(((wanted - got) + (got - wanted)).values()) / max(sum(wanted.values()), 1)
 
 
 def page_order_ok(hypotheses: list[str], references: list[str]) -> bool:

@@ -15,6 +15,7 @@ import pytest
 
 from bench.accuracy.corpus import CI_DOCUMENTS, STATE_DIR
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
+from bench.accuracy.scoring import bag_error
 from bench.accuracy_bench import table
 from ocr_api.core.settings import Settings
 
@@ -76,7 +77,9 @@ def test_every_page_comes_back_in_order(results: dict[str, DocumentResult], doc_
 
 
 def test_the_scans_are_readable(results: dict[str, DocumentResult]) -> None:
-    """Bare RapidOCR reads every scan well: otherwise the comparison above would only say that
-    two readers fail alike (a broken scan or a wrong ground truth)."""
+    """Bare RapidOCR recognises the characters of every scan (in whatever order): otherwise the
+    comparison above would only say that two readers fail alike (a ruined scan, a wrong
+    ground truth). Its order is not checked: it reads across the columns of an index."""
     for result in results.values():
-        assert result.cer_bare < 0.10, f"{result.doc_id}: bare RapidOCR CER {result.cer_bare:.2%}"
+        for page, (text, ref) in enumerate(zip(result.bare_texts, result.references, strict=True)):
+            assert bag_error(text, ref) < 0.10, f"{result.doc_id} page {page}"

@@ -25,8 +25,9 @@ def test_no_space_survives_inside_chinese_text() -> None:
     assert normalise("用于\n排版中日韩 （CJK） 文字。 第二句") == "用于排版中日韩(CJK)文字。第二句"
 
 
-def test_dot_leaders_count_once_whatever_their_length() -> None:
-    assert normalise("bessel_i . . . . . . . 12") == normalise("bessel_i ........... 12")
+def test_dot_leaders_are_filler_whatever_their_length() -> None:
+    assert normalise("bessel_i . . . . . . . 12") == "bessel_i 12"
+    assert normalise("bessel_i ........... 12") == "bessel_i 12"
 
 
 def test_the_reference_spaces_chinese_from_latin_as_typeset() -> None:
