@@ -185,7 +185,12 @@ class Engine:
             )
             size = group.last_position - group.first_position + 1
             guard = PageGuard(
-                num_pages=size, eos_id=1, page_marker=(), page_budget=10**9, ngram_size=0
+                num_pages=size,
+                eos_id=1,
+                marker_ids=(),
+                page_budget=10**9,
+                token_text=lambda _: "",
+                ngram_size=0,
             )
             last = group.group_index == len(groups) - 1
             request = DecodeRequest(
@@ -242,7 +247,12 @@ class Engine:
                 for p in range(pages)
             ]
             guard = PageGuard(
-                num_pages=pages, eos_id=1, page_marker=(), page_budget=10**9, ngram_size=0
+                num_pages=pages,
+                eos_id=1,
+                marker_ids=(),
+                page_budget=10**9,
+                token_text=lambda _: "",
+                ngram_size=0,
             )
             self.scheduler.submit(
                 DecodeRequest(f"s{i}", [], new, guard, 10 * steps + 20, ignore_eos=True)

@@ -65,9 +65,15 @@ class UnlimitedOcrSettings(_Section):
     # 9 pages x 3000 + their 2,463 prefix tokens stay inside the model's 32,768 positions.
     max_tokens_per_page: int = Field(3000, ge=1)
     ngram_size: int = Field(35, ge=0)
-    sr_swa: bool = True
+    # v1 was trained with R-SWA (the whole prefix + the window): the default. SR-SWA reads at
+    # most 12 x 32 rows plus BOS, prompt and window: faster on long groups, untrained for v1.
+    sr_swa: bool = False
     sr_swa_max_blocks: int = Field(12, ge=1)  # 12 x 32 + the 128-token window = 512 rows
     sr_swa_page_gate: bool = True
+    # A one-page document runs as the official single-image path does: a global view plus
+    # tiles of tile_size pixels ("gundam"); off: base mode, as pages of a group.
+    gundam: bool = True
+    tile_size: int = Field(640, ge=16)
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
     cuda_graphs: bool = True  # replay the decode step as a CUDA graph (GPU only)
     kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from ocr_api.core.contracts import Block
 
+# A label is any run of non-space characters, as in transformers' processor ("figure/chart").
 DET = re.compile(
-    r"<\|det\|>\s*([\w-]+)\s*\[\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*\]\s*<\|/det\|>"
+    r"<\|det\|>\s*(\S+?)\s*\[\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*\]\s*<\|/det\|>"
 )
-SPECIAL = re.compile(r"<\|/?(?:ref|det|grounding)\|>")
+SPECIAL = re.compile(r"<\|/?(?:ref|det|grounding)\|>|<PAGE>")
 
 
 @dataclass(frozen=True)

@@ -19,24 +19,25 @@ from ocr_api.core.settings import Settings, UnlimitedOcrSettings
 from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
-from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
 from ocr_worker.engines.unlimited_ocr.kept_pages import KeptPages, KeptPagesCache
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.manifest import MANIFEST_NAME, verify_manifest
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
-from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
+from ocr_worker.engines.unlimited_ocr.page_guard import PAGE_MARKER, PREAMBLE_BUDGET, PageGuard
+from ocr_worker.engines.unlimited_ocr.preprocess import gundam_views, page_tensor
 from ocr_worker.engines.unlimited_ocr.scheduler import (
     DecodeRequest,
     NewSegment,
     Scheduler,
     free_segments,
 )
+from ocr_worker.engines.unlimited_ocr.sections import page_results
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
 
 log = structlog.get_logger(__name__)
-PAGE_MARKER = "<PAGE>"
+SINGLE_PAGE_PROMPT = "document parsing."  # the official prompts, after the image tokens
+MULTI_PAGE_PROMPT = "Multi page parsing."
 
 
 class UnlimitedOcrEngine(OcrEngine):
@@ -95,6 +96,10 @@ class UnlimitedOcrEngine(OcrEngine):
         )
         self.loop = DecodeLoop(scheduler)
         self.marker_ids = tuple(tokenizer.encode(PAGE_MARKER, add_special_tokens=False).ids)
+        # The text of every id, so the guard sees "<PAGE>" however the model spells it.
+        size = tokenizer.get_vocab_size(with_added_tokens=True)
+        texts = tokenizer.decode_batch([[i] for i in range(size)], skip_special_tokens=False)
+        self.token_texts: list[str] = texts
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UnlimitedOcrEngine:
@@ -163,6 +168,14 @@ class UnlimitedOcrEngine(OcrEngine):
     def _request(self, group: PageGroupInput) -> DecodeRequest:
         kept = self.kept.take(group.job_id)
         context_nos = tuple(p.page_no for p in group.context)
+        pages = len(group.context) + len(group.pages)
+        keep = (
+            tuple(p.page_no for p in group.pages[-self.overlap :])
+            if self.overlap and not group.is_last
+            else ()
+        )
+        # One page whose KV no later group reuses: the official single-image path (gundam).
+        gundam = pages == 1 and not keep and self.options.gundam
         reused: list[Segment] = []
         new: list[NewSegment] = []
         if kept is not None and kept.page_nos == context_nos:
@@ -171,25 +184,21 @@ class UnlimitedOcrEngine(OcrEngine):
             self._release(kept)
             new.append(NewSegment("bos", self._embed([self.bos_id])))
             new += self._page_segments(group.context)
-        new += self._page_segments(group.pages)
-        pages = len(group.context) + len(group.pages)
-        prompt = "document parsing." if pages == 1 else "Multi page parsing."
+        new += self._gundam_segment(group.pages[0]) if gundam else self._page_segments(group.pages)
+        prompt = SINGLE_PAGE_PROMPT if pages == 1 else MULTI_PAGE_PROMPT
         prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False).ids
         new.append(NewSegment("prompt", self._embed(prompt_ids)))
         guard = PageGuard(
             num_pages=pages,
             eos_id=self.eos_id,
-            page_marker=self.marker_ids,
+            marker_ids=self.marker_ids,
             page_budget=self.options.max_tokens_per_page,
+            token_text=self._token_text,
+            framed=pages > 1,
             ngram_size=self.options.ngram_size,
             window=128 if pages == 1 else 1024,
         )
         guard.seed(prompt_ids)
-        keep = (
-            tuple(p.page_no for p in group.pages[-self.overlap :])
-            if self.overlap and not group.is_last
-            else ()
-        )
         return DecodeRequest(
             f"{group.job_id}:{group.group_index}",
             reused,
@@ -199,11 +208,15 @@ class UnlimitedOcrEngine(OcrEngine):
             keep_pages=keep,
         )
 
+    def _token_text(self, token: int) -> str:
+        return self.token_texts[token] if 0 <= token < len(self.token_texts) else ""
+
     def _new_token_budget(self, pages: int, reused: list[Segment], new: list[NewSegment]) -> int:
         """Every page's budget, capped so prefix + output stays inside the model's positions."""
         prefix = sum(s.num_tokens for s in reused) + sum(n.embeds.shape[0] for n in new)
         room = self.loop.scheduler.runner.max_positions - prefix
-        return min((self.options.max_tokens_per_page + 8) * pages, room)
+        per_page = self.options.max_tokens_per_page + len(self.marker_ids)
+        return min(per_page * pages + PREAMBLE_BUDGET + len(self.marker_ids), room)
 
     @torch.no_grad()
     def _page_segments(self, pages: list[PageImage]) -> list[NewSegment]:
@@ -216,6 +229,18 @@ class UnlimitedOcrEngine(OcrEngine):
             NewSegment("page", f, page_no=p.page_no) for p, f in zip(pages, features, strict=True)
         ]
 
+    @torch.no_grad()
+    def _gundam_segment(self, page: PageImage) -> list[NewSegment]:
+        views = gundam_views(page.pixels, self.image_size, self.options.tile_size)
+        dtype = self.model.dtype
+        features = self.model.model.get_image_features(
+            pixel_values=views.global_view[None].to(self.device, dtype),
+            pixel_values_local=None if views.tiles is None else views.tiles.to(self.device, dtype),
+            num_local_patches=[0 if views.tiles is None else views.tiles.shape[0]],
+            patches_grid=[[views.columns, views.rows]],
+        ).pooler_output  # tiles row by row (each row + newline), the global view, separator
+        return [NewSegment("page", features[0], page_no=page.page_no)]
+
     def _embed(self, ids: list[int]) -> torch.Tensor:
         with torch.no_grad():
             return self.model.model.language_model.embed_tokens(
@@ -225,51 +250,10 @@ class UnlimitedOcrEngine(OcrEngine):
     # -- reading the output --------------------------------------------------------------------
 
     def _results(self, group: PageGroupInput, ids: list[int], guard: PageGuard) -> list[PageResult]:
-        sections = _split(ids, self.marker_ids, self.eos_id)
-        skip = len(group.context)  # context pages were output by the previous group
-        results = []
-        for index, page in enumerate(group.pages, start=skip):
-            height, width = page.pixels.shape[:2]
-            if index >= len(sections):
-                results.append(
-                    PageResult(
-                        page=page.page_no,
-                        status="failed",
-                        engine=self.name,
-                        error="the model produced no section for this page",
-                    )
-                )
-                continue
-            raw = self.tokenizer.decode(sections[index], skip_special_tokens=False)
-            parsed = parse_page(raw, width=width, height=height)
-            results.append(
-                PageResult(
-                    page=page.page_no,
-                    status="succeeded",
-                    text=parsed.text,
-                    markdown=parsed.markdown,
-                    blocks=parsed.blocks,
-                    width=width,
-                    height=height,
-                    engine=self.name,
-                    warnings=sorted(guard.flags.get(index, set())),
-                )
-            )
-        return results
-
-
-def _split(ids: list[int], marker: tuple[int, ...], eos: int) -> list[list[int]]:
-    """Generated ids -> one id list per page section (marker-separated, EOS dropped)."""
-    sections: list[list[int]] = [[]]
-    n = len(marker)
-    for token in ids:
-        if token == eos:
-            break
-        sections[-1].append(token)
-        if n and tuple(sections[-1][-n:]) == marker:
-            del sections[-1][-n:]
-            sections.append([])
-    return sections  # section i is the guard's page i, empty ones included
+        if self.eos_id in ids:
+            ids = ids[: ids.index(self.eos_id)]
+        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        return page_results(group, text, guard, engine=self.name)
 
 
 def _selector(options: UnlimitedOcrSettings, model, block_size: int) -> BlockSelector | None:  # type: ignore[no-untyped-def]

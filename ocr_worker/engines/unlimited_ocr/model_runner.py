@@ -197,7 +197,7 @@ class ModelRunner:
 
     def _batch(self, sequences: list[Sequence]) -> BatchRows:
         """The rows each sequence reads, rebuilt only when the batch or a page changes."""
-        key = tuple((id(s), s.guard.page_index if self.selector else 0) for s in sequences)
+        key = tuple((id(s), s.guard.current_page if self.selector else 0) for s in sequences)
         if self._batch_cache is None or self._batch_cache[0] != key:
             self._batch_cache = (key, self._build_batch(sequences))
         return self._batch_cache[1]

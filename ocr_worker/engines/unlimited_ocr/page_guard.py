@@ -1,9 +1,21 @@
-"""The page guard: every input page yields one section, in order, and no page loops unseen.
+"""The page guard: every input page gets its own section, in order, and no page loops unseen.
 
-Rules, applied per decode step on token ids (torch-free):
-- end-of-sequence is refused before the last page;
-- a page that reaches its token budget is closed (the page marker is forced, or EOS on the
-  last page) and flagged ``token_budget_exhausted``;
+How the real model frames pages (ENGINE_NOTES.md, "Output grammar"): for several pages its
+output is ``<PAGE>`` page 1 ``<PAGE>`` page 2 ... EOS: the marker OPENS each page's section, and
+text before the first marker is not a page (the official code drops it). One page on its own
+(the single-image path) has no markers at all: the whole output is the page.
+
+``<PAGE>`` is ordinary text in v1, spelled by several tokens, and the model may spell it with
+any of them; so the guard finds markers in the decoded text (``token_text``), not in ids.
+
+Rules, applied per decode step (torch-free):
+- EOS is refused until the last page's section is open; the model wanting it earlier is
+  flagged ``model_ended_early`` on the page it was writing;
+- a page that reaches its token budget is closed (the marker is forced, or EOS on the last
+  page) and flagged ``token_budget_exhausted``; text before the first marker gets a small
+  budget of its own, then the first marker is forced (flag ``text_before_first_page``);
+- a marker on the last page would open a section for a page that does not exist: decoding
+  ends there (EOS forced) and the last page is flagged ``extra_page_sections``;
 - no n-gram of ``ngram_size`` may repeat within the last ``window`` ids (prompt included);
   when the model's own choice was such a repeat, the page is flagged ``repetition_loop``.
 """
@@ -11,30 +23,46 @@ Rules, applied per decode step on token ids (torch-free):
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+PAGE_MARKER = "<PAGE>"
 BUDGET_FLAG = "token_budget_exhausted"
 LOOP_FLAG = "repetition_loop"
+EARLY_END_FLAG = "model_ended_early"
+EXTRA_SECTIONS_FLAG = "extra_page_sections"
+PREAMBLE_FLAG = "text_before_first_page"
+PREAMBLE_BUDGET = 16  # the real model opens with the marker; a few stray ids are tolerated
 
 
 @dataclass
 class PageGuard:
     num_pages: int
     eos_id: int
-    page_marker: tuple[int, ...]  # the ids of "<PAGE>" (ordinary text in v1)
+    marker_ids: tuple[int, ...]  # how the guard spells "<PAGE>" when it must force one
     page_budget: int
+    token_text: Callable[[int], str]  # the decoded text of one id
+    framed: bool = True  # several pages: sections open at markers; one page: no markers
     ngram_size: int = 35
     window: int = 1024
     history: list[int] = field(default_factory=list)  # prompt + generated, for n-grams
-    page_index: int = 0
+    page_index: int = -1  # the section being written; -1 before the first marker
     tokens_in_page: int = 0
     flags: dict[int, set[str]] = field(default_factory=dict)
+    finished: bool = False
+    _tail: str = ""  # the last few decoded characters, to find a marker split across ids
+    _preamble: str = ""  # what was written before the first marker
     _forced: list[int] = field(default_factory=list)
     # (n-1)-gram -> counts of the ids that followed it, over the last ``window`` ids only.
     _ngrams: defaultdict[tuple[int, ...], Counter[int]] = field(
         default_factory=lambda: defaultdict(Counter)
     )
-    finished: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.framed:
+            if self.num_pages != 1:
+                raise ValueError("unframed output (no <PAGE> markers) holds exactly one page")
+            self.page_index = 0
 
     def seed(self, prompt_ids: list[int]) -> None:
         """The prompt counts for n-grams but opens no page."""
@@ -45,11 +73,18 @@ class PageGuard:
     def on_last_page(self) -> bool:
         return self.page_index >= self.num_pages - 1
 
+    @property
+    def current_page(self) -> int:
+        """The page whose image the model is reading now (the first one before any marker)."""
+        return max(self.page_index, 0)
+
     def forced_token(self) -> int | None:
         """A token the guard imposes this step (closing a page over budget), or None."""
-        if not self._forced and self.tokens_in_page >= self.page_budget:
-            self._flag(BUDGET_FLAG)
-            self._forced = [self.eos_id] if self.on_last_page else list(self.page_marker)
+        if not self._forced and not self.finished:
+            budget = PREAMBLE_BUDGET if self.page_index < 0 else self.page_budget
+            if self.tokens_in_page >= budget:
+                self._flag(PREAMBLE_FLAG if self.page_index < 0 else BUDGET_FLAG)
+                self._forced = [self.eos_id] if self.on_last_page else list(self.marker_ids)
         return self._forced[0] if self._forced else None
 
     def banned(self) -> set[int]:
@@ -63,19 +98,39 @@ class PageGuard:
         """Record the chosen token; ``wanted`` is the model's choice before the bans."""
         if self._forced:
             self._forced.pop(0)
-        if wanted is not None and wanted != token and wanted in self._repeat_completions():
-            self._flag(LOOP_FLAG)
+        if wanted is not None and wanted != token:
+            if wanted == self.eos_id and not self.on_last_page:
+                self._flag(EARLY_END_FLAG)
+            elif wanted in self._repeat_completions():
+                self._flag(LOOP_FLAG)
         self._append(token)
         self.tokens_in_page += 1
         if token == self.eos_id:
             self.finished = True
-        elif self._ends_with_marker() and not self.on_last_page:
-            self.page_index += 1
-            self.tokens_in_page = 0
+            return
+        if self.framed:
+            for _ in range(self._markers_completed_by(token)):
+                self._open_next_page()
 
-    def _ends_with_marker(self) -> bool:
-        n = len(self.page_marker)
-        return n > 0 and tuple(self.history[-n:]) == self.page_marker
+    def _open_next_page(self) -> None:
+        if self.on_last_page:  # a section for a page that does not exist: stop here
+            self._flag(EXTRA_SECTIONS_FLAG)
+            self._forced = [self.eos_id]
+            return
+        if self.page_index < 0 and self._preamble.replace(PAGE_MARKER, "").strip():
+            self._flag(PREAMBLE_FLAG)  # text before the first marker: not a page, dropped
+        self.page_index += 1
+        self.tokens_in_page = 0
+
+    def _markers_completed_by(self, token: int) -> int:
+        """Markers whose last character this token wrote: the tail is shorter than a marker,
+        so every marker found ends in this token's text."""
+        piece = self.token_text(token)
+        if self.page_index < 0:
+            self._preamble += piece
+        text = self._tail + piece
+        self._tail = text[-(len(PAGE_MARKER) - 1) :]
+        return text.count(PAGE_MARKER)
 
     def _repeat_completions(self) -> set[int]:
         if self.ngram_size < 2 or len(self.history) < self.ngram_size - 1:
@@ -99,4 +154,4 @@ class PageGuard:
                 del self._ngrams[key]
 
     def _flag(self, name: str) -> None:
-        self.flags.setdefault(self.page_index, set()).add(name)
+        self.flags.setdefault(self.current_page, set()).add(name)

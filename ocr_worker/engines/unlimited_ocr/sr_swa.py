@@ -1,9 +1,14 @@
 """Sparse reference attention (SR-SWA), training-free for v1 weights.
 
-Each decode step reads at most ``max_blocks`` prefix blocks plus the ring of recent tokens:
-- the page gate restricts candidates to the blocks of the page being transcribed, when it has any;
-- the block selector scores each candidate by an upper bound of q·k over the block (per-channel
-  min/max of its keys, as in Quest), summed over heads, and keeps the best ``max_blocks``.
+v1 was trained with R-SWA (every step reads the whole prefix), so this is opt-in for v1 and
+the trained rule for v2 checkpoints that ask for it. Each decode step reads:
+- always the BOS (the first token: an attention sink that trained models lean on) and the
+  prompt (the instruction), whatever the budget;
+- at most ``max_blocks`` other prefix blocks: the page gate restricts the candidates to the
+  blocks of the page being transcribed, when it has any; the block selector scores each
+  candidate by an upper bound of q·k over the block (per-channel min/max of its keys, as in
+  Quest), summed over heads, and keeps the best ``max_blocks``;
+- the ring of the ``window`` most recent generated tokens.
 With a budget that covers every block the rows are returned untouched: exactly R-SWA.
 """
 
@@ -27,13 +32,22 @@ class SrSwaSettings:
     page_gate: bool = True
 
 
+ALWAYS_READ = ("bos", "prompt")  # segment kinds every step reads
+
+
 @dataclass(frozen=True)
 class ReadPlan:
-    """The prefix blocks a sequence may read this page; ``scored`` when more than the budget,
-    so each layer's query picks among them."""
+    """The prefix blocks a sequence may read this page: ``always`` (BOS, prompt) and the
+    ``candidates``; ``scored`` when the candidates exceed the budget, so each layer's query
+    picks among them."""
 
-    blocks: list[WorkspaceBlocks]
+    always: list[WorkspaceBlocks]
+    candidates: list[WorkspaceBlocks]
     scored: bool
+
+    @property
+    def blocks(self) -> list[WorkspaceBlocks]:
+        return self.always + self.candidates
 
 
 class BlockSelector:
@@ -44,15 +58,17 @@ class BlockSelector:
 
     def plan(self, sequence: Sequence) -> ReadPlan | None:
         """None: the budget covers every block, read them all (exactly R-SWA)."""
-        blocks = self._candidates(sequence)
+        always, candidates = self._candidates(sequence)
         total = sum(len(s.blocks.block_ids) for s in sequence.segments)
-        if total <= self.settings.max_blocks and len(blocks) == total:
+        within_budget = len(candidates) <= self.settings.max_blocks
+        if within_budget and len(always) + len(candidates) == total:
             return None
-        if len(blocks) <= self.settings.max_blocks:
+        plan = ReadPlan(always, candidates, scored=not within_budget)
+        if within_budget:
             self.rows_read_max = max(
-                self.rows_read_max, sum(b.num_tokens for b in blocks) + sequence.window
+                self.rows_read_max, sum(b.num_tokens for b in plan.blocks) + sequence.window
             )
-        return ReadPlan(blocks, scored=len(blocks) > self.settings.max_blocks)
+        return plan
 
     def select(
         self,
@@ -85,17 +101,24 @@ class BlockSelector:
         plan = self.plan(sequence)
         if plan is None:
             return None  # the budget covers everything: plain R-SWA
-        best = self._best(runner, layer, q, plan.blocks)
+        best = self._best(runner, layer, q, plan.candidates)
         ring = runner.rows(sequence.ring, sequence.window)[: sequence.valid_ring_slots_after_feed()]
-        return torch.cat([runner.rows(block) for block in best] + [ring])
+        return torch.cat([runner.rows(block) for block in plan.always + best] + [ring])
 
-    def _candidates(self, sequence: Sequence) -> list[WorkspaceBlocks]:
-        """One WorkspaceBlocks per block (with its valid row count), page-gated."""
-        segments = sequence.segments
-        pages = [s for s in segments if s.kind == "page"]
+    def _candidates(
+        self, sequence: Sequence
+    ) -> tuple[list[WorkspaceBlocks], list[WorkspaceBlocks]]:
+        """(always read, candidates): one WorkspaceBlocks per block, with its valid row count;
+        the candidates page-gated to the page whose section is being written."""
+        always = [s for s in sequence.segments if s.kind in ALWAYS_READ]
+        others = [s for s in sequence.segments if s.kind not in ALWAYS_READ]
+        pages = [s for s in others if s.kind == "page"]
         if self.settings.page_gate and pages:
-            segments = [pages[min(sequence.guard.page_index, len(pages) - 1)]]
-        return [block for s in segments for block in _split(s.blocks, self.block_size)]
+            others = [pages[min(sequence.guard.current_page, len(pages) - 1)]]
+        return (
+            [block for s in always for block in _split(s.blocks, self.block_size)],
+            [block for s in others for block in _split(s.blocks, self.block_size)],
+        )
 
     def _best(
         self, runner: ModelRunner, layer: int, q: torch.Tensor, blocks: list[WorkspaceBlocks]

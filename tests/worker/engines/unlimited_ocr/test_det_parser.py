@@ -26,3 +26,13 @@ def test_det_blocks_become_structured_blocks_in_page_pixels() -> None:
 def test_text_without_tags_is_kept() -> None:
     page = parse_page("plain words <|ref|>x<|/ref|>", width=10, height=10)
     assert [(b.label, b.text) for b in page.blocks] == [("text", "plain words x")]
+
+
+def test_any_label_the_grammar_allows_is_kept_and_a_block_ends_at_the_next_tag() -> None:
+    raw = (
+        "<|det|>figure/chart [10, 20, 30, 40]<|/det|>\n"
+        "<|det|>page_number [480, 960, 520, 980]<|/det|>32"
+    )
+    page = parse_page(raw, width=999, height=999)
+    assert [(b.label, b.text) for b in page.blocks] == [("figure/chart", ""), ("page_number", "32")]
+    assert page.blocks[0].bbox == (10.0, 20.0, 30.0, 40.0)

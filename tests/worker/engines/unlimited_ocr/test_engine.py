@@ -57,7 +57,7 @@ def test_groups_yield_one_flagged_section_per_page_and_reuse_the_boundary(checkp
     second = engine.run_group(PageGroupInput("doc", 1, [_page(3)], [_page(4), _page(5)], True))
     assert [r.page for r in second] == [4, 5]
     image_tokens = 7
-    prompt_tokens = 4  # "Multi page parsing."
+    prompt_tokens = len(engine.tokenizer.encode("Multi page parsing.").ids)
     assert runner.prefill_rows_computed - rows_before == 2 * image_tokens + prompt_tokens
     workspace = engine.loop.scheduler.workspace
     assert workspace.num_used == 0  # the last group keeps nothing
@@ -104,4 +104,10 @@ def test_kept_pages_give_way_to_a_group_that_needs_their_blocks(checkpoint: Path
     rows_before = runner.prefill_rows_computed
     resumed = engine.run_group(PageGroupInput("elsewhere", 1, [_page(2)], [_page(5)], True))
     assert [p.page for p in resumed] == [5]
-    assert runner.prefill_rows_computed - rows_before == 1 + 2 * 7 + 4  # BOS, 2 pages, prompt
+    prompt_tokens = len(engine.tokenizer.encode("Multi page parsing.").ids)
+    assert runner.prefill_rows_computed - rows_before == 1 + 2 * 7 + prompt_tokens
+
+
+def test_r_swa_the_trained_rule_is_the_default_and_sr_swa_is_opt_in(checkpoint: Path) -> None:
+    assert _engine(checkpoint).loop.scheduler.runner.selector is None  # every prefix row read
+    assert _engine(checkpoint, sr_swa=True).loop.scheduler.runner.selector is not None

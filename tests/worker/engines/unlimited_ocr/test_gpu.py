@@ -74,7 +74,15 @@ def _run(model, graphs: bool, selector: bool, forced=None) -> dict[str, list[int
             *pages,
             NewSegment("prompt", embed(torch.tensor([5, 6, 7], device=DEVICE))),
         ]
-        guard = PageGuard(num_pages=1, eos_id=-1, page_marker=(), page_budget=10**6, ngram_size=0)
+        guard = PageGuard(
+            num_pages=1,
+            eos_id=-1,
+            marker_ids=(),
+            page_budget=10**6,
+            token_text=str,
+            framed=False,
+            ngram_size=0,
+        )
         guard._forced = list(forced[f"s{n}"]) if forced else []  # teacher forcing
         scheduler.submit(DecodeRequest(f"s{n}", [], new, guard, steps))
     finished = {f.sequence.seq_id: f.sequence.wanted for f in scheduler.run()}

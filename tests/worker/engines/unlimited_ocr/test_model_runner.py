@@ -57,7 +57,15 @@ def _request(
     new = [NewSegment("bos", _tokens(model, [0]))] if with_bos else []
     new += [NewSegment("page", _page(p), page_no=p) for p in pages]
     new.append(NewSegment("prompt", _tokens(model, prompt)))
-    guard = PageGuard(num_pages=1, eos_id=1, page_marker=(), page_budget=10**6, ngram_size=0)
+    guard = PageGuard(
+        num_pages=1,
+        eos_id=1,
+        marker_ids=(),
+        page_budget=10**6,
+        token_text=str,
+        framed=False,
+        ngram_size=0,
+    )
     return DecodeRequest(
         name, list(reused), new, guard, steps, keep_pages=tuple(keep), ignore_eos=True
     )
@@ -192,15 +200,37 @@ def test_a_page_group_reuses_the_boundary_page_instead_of_recomputing_it(model) 
 
 
 def test_sr_swa_with_a_full_budget_is_r_swa_and_a_small_one_reads_within_it(model) -> None:  # type: ignore[no-untyped-def]
-    specs = [("a", [1, 2, 3], [5], 16)]
+    specs = [("a", [1, 2, 3], [5, 6], 16)]
     full = BlockSelector(SrSwaSettings(max_blocks=10_000), block_size=BLOCK)
     assert _run(model, [_request(model, *s) for s in specs], selector=full)["a"] == (
-        _reference(model, [1, 2, 3], [5], 16)
+        _reference(model, [1, 2, 3], [5, 6], 16)
     )
     small = BlockSelector(SrSwaSettings(max_blocks=1, page_gate=False), block_size=BLOCK)
-    out = _run(model, [_request(model, *s) for s in specs], selector=small)
-    assert len(out["a"]) == 16
-    assert 0 < small.rows_read_max <= 1 * BLOCK + WINDOW
+    scheduler = _scheduler(model, selector=small)
+    read: list[set[int]] = []
+    select = small.select
+
+    def recording(runner, layer, q, rows, valid, sequences):  # type: ignore[no-untyped-def]
+        chosen, visible = select(runner, layer, q, rows, valid, sequences)
+        read.append(set(chosen[0][visible[0]].tolist()))
+        return chosen, visible
+
+    small.select = recording  # type: ignore[method-assign]
+    scheduler.submit(_request(model, *specs[0]))
+    scheduler.step()  # admitted: its segments now have rows
+    sequence = scheduler.running[0][0]
+    always = {
+        row
+        for segment in sequence.segments
+        if segment.kind in ("bos", "prompt")
+        for row in scheduler.runner.rows(segment.blocks).tolist()
+    }
+    out = _outputs(scheduler.run())
+    assert len(out["a"]) == 16 and read
+    # Every step of every layer reads the BOS (an attention sink) and the prompt, plus at most
+    # one other block and the window.
+    assert all(always <= rows for rows in read)
+    assert 0 < small.rows_read_max <= len(always) + 1 * BLOCK + WINDOW
 
 
 def _run(model, requests, selector=None) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]

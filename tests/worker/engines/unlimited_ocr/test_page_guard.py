@@ -1,37 +1,66 @@
+"""The page guard on id streams framed as the real model frames them: ``<PAGE>`` opens each
+page's section (transformers' multi-page integration test expects the output to begin
+``<PAGE>image [382, ...``), and the model may spell the marker with any ids."""
+
 from __future__ import annotations
 
-from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG, LOOP_FLAG, PageGuard
+from ocr_worker.engines.unlimited_ocr.page_guard import (
+    BUDGET_FLAG,
+    EARLY_END_FLAG,
+    EXTRA_SECTIONS_FLAG,
+    LOOP_FLAG,
+    PREAMBLE_BUDGET,
+    PREAMBLE_FLAG,
+    PageGuard,
+)
 
-EOS, MARK = 1, 9
+EOS = 1
+# "<PAGE>" as one id (9), or spelled "<" (10) "PAGE" (11) ">" (12), or ">\n" (13) at the end.
+TEXTS = {9: "<PAGE>", 10: "<", 11: "PAGE", 12: ">", 13: ">\n"}
+MARK = (9,)
+SPELLED = (10, 11, 13)
 
 
-def _guard(**kwargs: int) -> PageGuard:
-    defaults = {
+def _text(token: int) -> str:
+    return TEXTS.get(token, f" w{token}")
+
+
+def _guard(**kwargs: object) -> PageGuard:
+    defaults: dict[str, object] = {
         "num_pages": 3,
         "eos_id": EOS,
-        "page_marker": (MARK,),
+        "marker_ids": MARK,
         "page_budget": 5,
+        "token_text": _text,
         "ngram_size": 3,
         "window": 16,
     }
     return PageGuard(**{**defaults, **kwargs})  # type: ignore[arg-type]
 
 
-def test_eos_is_refused_until_the_last_page() -> None:
-    guard = _guard()
-    assert EOS in guard.banned()
-    for token in (20, MARK, 21, MARK):
+def _feed(guard: PageGuard, tokens: tuple[int, ...] | list[int]) -> None:
+    for token in tokens:
         guard.observe(token)
+
+
+def test_the_marker_opens_a_page_and_eos_waits_for_the_last_pages_section() -> None:
+    guard = _guard()
+    assert guard.page_index == -1 and EOS in guard.banned()  # nothing opened yet
+    _feed(guard, [*MARK, 20, *MARK, 21])
+    assert guard.page_index == 1 and EOS in guard.banned()  # page 2 of 3 is being written
+    _feed(guard, [*SPELLED, 22])  # the model spells the marker with other ids
     assert guard.page_index == 2 and EOS not in guard.banned()
+    assert guard.flags == {}
 
 
-def test_a_page_over_budget_is_closed_and_flagged() -> None:
+def test_a_page_over_budget_is_closed_by_the_next_marker_and_flagged_on_itself() -> None:
     guard = _guard(num_pages=2, page_budget=3)
+    _feed(guard, [*MARK])
     for token in (30, 31, 32):
         assert guard.forced_token() is None
         guard.observe(token)
-    assert guard.forced_token() == MARK  # page 1 is cut: the marker is forced
-    guard.observe(MARK)
+    assert guard.forced_token() == MARK[0]  # page 1 is cut: page 2's marker is forced
+    guard.observe(MARK[0])
     assert guard.page_index == 1 and guard.flags == {0: {BUDGET_FLAG}}
     for token in (40, 41, 42):
         guard.observe(token)
@@ -40,10 +69,45 @@ def test_a_page_over_budget_is_closed_and_flagged() -> None:
     assert guard.finished and guard.flags[1] == {BUDGET_FLAG}
 
 
+def test_text_before_the_first_marker_is_no_page_and_is_cut_short() -> None:
+    guard = _guard()
+    for token in range(100, 100 + PREAMBLE_BUDGET):
+        assert guard.forced_token() is None
+        guard.observe(token)
+    assert guard.forced_token() == MARK[0]
+    guard.observe(MARK[0])
+    assert guard.page_index == 0 and guard.flags == {0: {PREAMBLE_FLAG}}
+
+
+def test_a_section_for_a_page_that_does_not_exist_ends_decoding() -> None:
+    guard = _guard(num_pages=2, page_budget=100)
+    _feed(guard, [*MARK, 20, *MARK, 21])
+    guard.observe(MARK[0])  # a third section for two pages
+    assert guard.forced_token() == EOS
+    guard.observe(EOS)
+    assert guard.finished and guard.page_index == 1
+    assert guard.flags == {1: {EXTRA_SECTIONS_FLAG}}
+
+
+def test_the_model_wanting_to_stop_early_is_flagged_on_the_page_it_was_writing() -> None:
+    guard = _guard(page_budget=100)
+    _feed(guard, [*MARK, 20])
+    assert EOS in guard.banned()
+    guard.observe(*MARK, wanted=EOS)  # EOS was refused; the next marker was chosen instead
+    assert guard.flags == {0: {EARLY_END_FLAG}} and guard.page_index == 1
+
+
+def test_one_page_on_its_own_has_no_markers() -> None:
+    guard = _guard(num_pages=1, framed=False, page_budget=4)
+    assert guard.page_index == 0 and EOS not in guard.banned()
+    _feed(guard, [20, *MARK, 21, 22])  # a stray marker opens nothing
+    assert guard.page_index == 0
+    assert guard.forced_token() == EOS and guard.flags == {0: {BUDGET_FLAG}}
+
+
 def test_a_repeated_ngram_is_banned_and_a_loop_is_flagged() -> None:
     guard = _guard(page_budget=100)
-    for token in (5, 6, 7, 5, 6):
-        guard.observe(token)
+    _feed(guard, [*MARK, 5, 6, 7, 5, 6])
     assert 7 in guard.banned()  # 5 6 7 would repeat
     guard.observe(8, wanted=7)
     assert guard.flags == {0: {LOOP_FLAG}}
@@ -52,8 +116,5 @@ def test_a_repeated_ngram_is_banned_and_a_loop_is_flagged() -> None:
 def test_ngrams_older_than_the_window_are_forgotten() -> None:
     guard = _guard(page_budget=100, window=6)
     guard.seed([5, 6, 7])
-    for token in (10, 11, 12, 13):
-        guard.observe(token)
-    for token in (5, 6):
-        guard.observe(token)
+    _feed(guard, [*MARK, 10, 11, 12, 5, 6])
     assert 7 not in guard.banned()

@@ -48,28 +48,56 @@ WINDOW = 8  # the ring wraps after 8 generated tokens
 IMAGE_TOKEN = 1000
 
 
-WORDS = ["Multi", "page", "parsing", ".", "document", "<|det|>", "<|/det|>", "text", "[", "]", ","]
+SPECIALS = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"]  # ids 0, 1, 2
+LAYOUT_TOKENS = ["<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>", "<|grounding|>"]  # after <image>
+# Text shaped like the real model's output (det blocks, tables, prose, Chinese) to learn merges
+# from. "<PAGE>" is deliberately absent: as in the real vocabulary, it is ordinary text spelled
+# by several tokens, and the model may spell it with any of them.
+CORPUS = [
+    "document parsing. Multi page parsing.",
+    "title [100, 50, 899, 90] Annual Report 2024",
+    "text [100, 120, 899, 300] Revenue grew in every quarter of the year.",
+    "table [100, 320, 899, 600] <table><tr><td>Q1</td><td>10</td></tr></table>",
+    "image [382, 87, 489, 174] header [53, 23, 365, 41] page_number [480, 960, 520, 980]",
+    "figure/chart [12, 34, 56, 78] Advanced Template and Styles of the document",
+    "The package manager installs, upgrades and removes software on the system.",
+    "年度报告 收入在每个季度都有增长。 Debian 系统 软件包 管理",
+]
 
 
 def write_tiny_tokenizer(path: Path) -> None:
-    """A word-level tokenizer over the tiny vocabulary, with the real special-token ids."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    """A byte-level BPE over the tiny vocabulary, with the real special-token layout: BOS 0,
+    EOS 1, PAD 2, ``<image>`` at IMAGE_TOKEN followed by the layout tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    specials = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", "[UNK]"]
-    vocab = {token: i for i, token in enumerate(specials)}
-    vocab["<PAGE>"] = len(vocab)
-    for word in WORDS:
-        vocab[word] = len(vocab)
-    while len(vocab) < TINY_TEXT["vocab_size"]:
-        vocab[f"w{len(vocab)}"] = len(vocab)
-    vocab[next(k for k, v in vocab.items() if v == IMAGE_TOKEN)] = -1
-    vocab = {k: v for k, v in vocab.items() if v >= 0} | {"<image>": IMAGE_TOKEN}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
-    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in specials])
-    tokenizer.add_tokens([AddedToken("<PAGE>", special=False)])
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=IMAGE_TOKEN,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(CORPUS * 4, trainer)
+    # Unused ordinary tokens up to <image>, as the real vocabulary has thousands of tokens.
+    fillers = [f"\u2591{i}\u2591" for i in range(IMAGE_TOKEN - tokenizer.get_vocab_size())]
+    tokenizer.add_tokens(fillers)
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in ["<image>", *LAYOUT_TOKENS]])
+    assert tokenizer.token_to_id("<image>") == IMAGE_TOKEN
     tokenizer.save(str(path / "tokenizer.json"))
+
+
+def _make_vision_live(model) -> None:  # type: ignore[no-untyped-def]
+    """transformers initialises SAM's weights at ~1e-10, so every page would give the same
+    features and no test could see a bug in the image path. Fan-in scaled weights make
+    different pages give clearly different features (checked in test_vision_path)."""
+    for name, param in model.model.vision_tower.sam_encoder.named_parameters():
+        if param.dim() >= 2:
+            fan_in = param[0].numel() if param.dim() > 2 or "rel_pos" not in name else 1
+            param.normal_(0, 0.02 if "pos" in name else fan_in**-0.5)
+    projector = model.model.multi_modal_projector.weight
+    projector.normal_(0, 2 * projector.shape[1] ** -0.5)  # image rows as large as word embeddings
 
 
 def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
@@ -90,6 +118,7 @@ def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
         for layer in model.model.language_model.layers:
             if hasattr(layer.mlp, "gate"):
                 layer.mlp.gate.weight.normal_(0, 0.2)
+        _make_vision_live(model)
     model.save_pretrained(path)  # official key naming (the loader's renames, reversed)
     official = {
         "model_type": "unlimited-ocr",

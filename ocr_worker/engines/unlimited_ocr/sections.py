@@ -1,0 +1,63 @@
+"""The model's output, split into one section per page and read into page results.
+
+Framed output (several pages) is ``<PAGE>`` page 1 ``<PAGE>`` page 2 ...: split on the marker
+as the official code does, text before the first marker dropped. Unframed output (one page on
+its own) is the page. The page guard has already made the sections line up with the pages; a
+page with no section (the output was cut off) fails with that reason, never takes another's.
+"""
+
+from __future__ import annotations
+
+from ocr_api.core.contracts import PageResult
+from ocr_worker.engines.base import PageGroupInput
+from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
+from ocr_worker.engines.unlimited_ocr.page_guard import PAGE_MARKER, PageGuard
+
+EMPTY_FLAG = "empty_page"  # the model wrote nothing for this page (blank, or skipped)
+
+
+def split_sections(text: str, *, framed: bool) -> list[str]:
+    """Decoded output -> section i is the guard's page i."""
+    return text.split(PAGE_MARKER)[1:] if framed else [text]
+
+
+def page_results(
+    group: PageGroupInput, text: str, guard: PageGuard, *, engine: str
+) -> list[PageResult]:
+    """One result per output page of ``group``; context pages' sections are skipped (the
+    previous group output them)."""
+    sections = split_sections(text, framed=guard.framed)
+    results = []
+    for index, page in enumerate(group.pages, start=len(group.context)):
+        height, width = page.pixels.shape[:2]
+        if index >= len(sections):
+            results.append(
+                PageResult(
+                    page=page.page_no,
+                    status="failed",
+                    engine=engine,
+                    error=(
+                        f"the model's output ended after {len(sections)} of "
+                        f"{guard.num_pages} page sections; none for this page"
+                    ),
+                )
+            )
+            continue
+        parsed = parse_page(sections[index], width=width, height=height)
+        warnings = set(guard.flags.get(index, set()))
+        if not parsed.blocks:
+            warnings.add(EMPTY_FLAG)
+        results.append(
+            PageResult(
+                page=page.page_no,
+                status="succeeded",
+                text=parsed.text,
+                markdown=parsed.markdown,
+                blocks=parsed.blocks,
+                width=width,
+                height=height,
+                engine=engine,
+                warnings=sorted(warnings),
+            )
+        )
+    return results
