@@ -1,7 +1,10 @@
 """Our page-group decoding engine against transformers' own `generate`, in one run.
 
 Full-size Unlimited-OCR v1 architecture with random weights (bf16), forced output lengths,
-random stand-in visual embeddings (273 per page). Prints one table and writes JSON.
+random stand-in visual embeddings (273 per page). Ours runs twice: with R-SWA, the rule v1 was
+trained with and the default (every step reads the whole group prefix + the window), and with
+SR-SWA, opt-in (BOS, prompt, at most ``--sr-swa-blocks`` blocks + the window). Prints one
+table and writes JSON.
 
     python -m bench.engine_bench --out bench/engine_bench.json          # on the H200
     python -m bench.engine_bench --tiny --new-tokens 16 --pages 2 6     # CPU smoke test
@@ -123,7 +126,7 @@ def kv_bytes(text) -> int:  # type: ignore[no-untyped-def]
 
 
 class Engine:
-    def __init__(self, model, args, device, dtype) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, model, args, device, dtype, sr_swa_blocks: int) -> None:  # type: ignore[no-untyped-def]
         text = model.config.text_config
         self.text, self.device, self.dtype = text, device, dtype
         self.workspace = VisualKVWorkspace.from_bytes(
@@ -132,8 +135,8 @@ class Engine:
             block_size=args.block_size,
         )
         selector = (
-            BlockSelector(SrSwaSettings(max_blocks=args.sr_swa_blocks), block_size=args.block_size)
-            if args.sr_swa_blocks
+            BlockSelector(SrSwaSettings(max_blocks=sr_swa_blocks), block_size=args.block_size)
+            if sr_swa_blocks
             else None
         )
         self.runner = ModelRunner(
@@ -296,7 +299,9 @@ def main() -> None:
         "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
         "args": vars(args) | {"out": str(args.out)},
     }
-    engine = Engine(model, args, device, dtype)
+    engines = {"rswa": Engine(model, args, device, dtype, 0)}
+    if args.sr_swa_blocks:
+        engines["srswa"] = Engine(model, args, device, dtype, args.sr_swa_blocks)
     tp = args.throughput_pages
     positions_ok = {
         p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages
@@ -310,51 +315,54 @@ def main() -> None:
         for pages in args.pages:
             if positions_ok[pages] and pages != tp:
                 results[f"hf_rswa_{pages}p_1"] = baseline(model, pages, 1, 64, False, device, dtype)
-    for pages in args.pages:
-        results[f"ours_{pages}p_1"] = engine.run(1, pages, 32)
-        print(f"ours_{pages}p_1", results[f"ours_{pages}p_1"], flush=True)
-    for docs in (1, args.concurrency):
-        results[f"ours_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
-        print(f"ours_{tp}p_{docs}", results[f"ours_{tp}p_{docs}_throughput"], flush=True)
-    for sequences in (1, args.concurrency):
-        results[f"ours_step_ms_{sequences}"] = engine.step_ms(sequences, args.group_size, 50)
+    for rule, engine in engines.items():
+        for pages in args.pages:
+            results[f"{rule}_{pages}p_1"] = engine.run(1, pages, 32)
+            print(f"{rule}_{pages}p_1", results[f"{rule}_{pages}p_1"], flush=True)
+        for docs in (1, args.concurrency):
+            results[f"{rule}_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
+            print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
+        for sequences in (1, args.concurrency):
+            results[f"{rule}_step_ms_{sequences}"] = engine.step_ms(sequences, args.group_size, 50)
     print_table(results, args, positions_ok)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1, default=str))
 
 
 def print_table(r: dict, args, positions_ok: dict) -> None:  # type: ignore[no-untyped-def]
+    """Ours with R-SWA (default) and SR-SWA (opt-in) beside transformers; the last column is
+    ours R-SWA against transformers R-SWA (memory, tokens/s) or full attention (step time)."""
     tp, c = args.throughput_pages, args.concurrency
     fmt = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"  # noqa: E731
+    get = lambda key, field: r.get(key, {}).get(field)  # noqa: E731
     print(
-        f"\n{r['device']}: ours = page groups of {args.group_size}, SR-SWA "
-        f"{args.sr_swa_blocks} blocks x {args.block_size} + window; hf = transformers generate"
+        f"\n{r['device']}: ours = page groups of {args.group_size}; R-SWA (default) and SR-SWA "
+        f"({args.sr_swa_blocks} blocks x {args.block_size} + BOS, prompt, window); "
+        "hf = transformers generate"
     )
-    print(f"{'metric':<46}{'ours':>10}{'hf R-SWA':>10}{'hf full':>10}{'ours/hf':>9}")
+    header = ("ours R-SWA", "ours SR-SWA", "hf R-SWA", "hf full", "R-SWA/hf")
+    print(f"{'metric':<42}" + "".join(f"{h:>12}" for h in header))
+
+    def row(label: str, rswa, srswa, hf, full, ratio) -> None:  # type: ignore[no-untyped-def]
+        cells = (fmt(rswa), fmt(srswa), fmt(hf), fmt(full), ratio)
+        print(f"{label:<42}" + "".join(f"{v:>12}" for v in cells))
+
     for pages in args.pages:
-        hf = r.get(f"hf_rswa_{pages}p_1" if pages != tp else f"hf_rswa_{tp}p_1", {})
-        ours = r[f"ours_{pages}p_1"]["kv_per_seq_gb"]
-        hf_kv = hf.get("kv_per_seq_gb") if positions_ok[pages] else None
-        print(
-            f"{f'KV peak per sequence, {pages} pages (GB)':<46}{fmt(ours):>10}{fmt(hf_kv):>10}"
-            f"{'':>10}{fmt(ours / hf_kv) if hf_kv else 'n/a (positions)':>9}"
-        )
+        hf = get(f"hf_rswa_{pages}p_1", "kv_per_seq_gb") if positions_ok[pages] else None
+        ours = get(f"rswa_{pages}p_1", "kv_per_seq_gb")
+        ratio = fmt(ours / hf) if hf and ours else "n/a"
+        sr = get(f"srswa_{pages}p_1", "kv_per_seq_gb")
+        row(f"KV peak per sequence, {pages} pages (GB)", ours, sr, hf, None, ratio)
     for n in (1, c):
-        ours = r[f"ours_{tp}p_{n}_throughput"]["tok_s"]
-        hf = r.get(f"hf_rswa_{tp}p_{n}", {}).get("tok_s")
-        full = r.get(f"hf_full_{tp}p_{n}", {}).get("tok_s")
-        print(
-            f"{f'tokens/s, {n} concurrent, {tp}-page docs':<46}{fmt(ours):>10}{fmt(hf):>10}"
-            f"{fmt(full):>10}{fmt(ours / hf) if hf else '':>9}"
-        )
+        ours, hf = get(f"rswa_{tp}p_{n}_throughput", "tok_s"), get(f"hf_rswa_{tp}p_{n}", "tok_s")
+        sr, full = get(f"srswa_{tp}p_{n}_throughput", "tok_s"), get(f"hf_full_{tp}p_{n}", "tok_s")
+        ratio = fmt(ours / hf) if hf and ours else ""
+        row(f"tokens/s, {n} concurrent, {tp}-page docs", ours, sr, hf, full, ratio)
     for n in (1, c):
-        ours = r[f"ours_step_ms_{n}"]
-        hf = r.get(f"hf_rswa_{tp}p_{n}", {}).get("ms_step")
-        full = r.get(f"hf_full_{tp}p_{n}", {}).get("ms_step")
-        print(
-            f"{f'ms per decode step, {n} seq, {tp} pages':<46}{fmt(ours):>10}{fmt(hf):>10}"
-            f"{fmt(full):>10}{fmt(full / ours) if full else '':>9}"
-        )
+        ours, sr = r.get(f"rswa_step_ms_{n}"), r.get(f"srswa_step_ms_{n}")
+        hf, full = get(f"hf_rswa_{tp}p_{n}", "ms_step"), get(f"hf_full_{tp}p_{n}", "ms_step")
+        ratio = fmt(full / ours) if full and ours else ""
+        row(f"ms per decode step, {n} seq, {tp} pages", ours, sr, hf, full, ratio)
 
 
 if __name__ == "__main__":
