@@ -26,13 +26,16 @@ from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end
 # column; a table's columns are sized by their content (a label column is a fraction of its
 # neighbour), so columns more than twice as wide as each other are a table, read row by row.
 MAX_COLUMN_RATIO = 2.0
-# A page column holds sentences: at least ~16 characters a line (about 8 line heights; the
-# narrowest newspaper columns hold ~25). A narrower strip is a table column (page numbers of an
-# index, a column of option names).
-MIN_COLUMN_WIDTH = 8.0
+# A page column holds words: at least ~12 characters a line (about 6 line heights; the narrowest
+# newspaper columns hold ~25), and letters on most of its lines. A narrower strip, or one of bare
+# numbers, is a table column (an index's entries and their page numbers).
+MIN_COLUMN_WIDTH = 6.0
 # Columns span the text block (their outer margins are its margins, give or take a ragged last
 # line); four fifths leaves room for a right column whose lines all end short.
 COLUMN_FILL = 0.8
+# The typical line of a text column spans most of it: a ragged-right line stops a word or two
+# short (~15%), justified ones not at all; a table column's cells mostly do not.
+LINE_FILL = 0.7
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,21 @@ def _alike(columns: list[list[Placed]], others: list[float], unit: float) -> boo
         and max(widths) <= MAX_COLUMN_RATIO * min(widths)
         and min(widths) >= MIN_COLUMN_WIDTH * unit
         and len(set(inner)) == 1
+        and all(_wordy(col) and _filled(col) for col in columns)
     )
+
+
+def _wordy(column: list[Placed]) -> bool:
+    return 2 * sum(any(c.isalpha() for c in b.text) for b in column) >= len(column)
+
+
+def _filled(column: list[Placed]) -> bool:
+    """Running text reaches across its column on most lines (justified, or ragged by a word);
+    a table's cells are as long as their content ("a+b" beside "Binary addition")."""
+    lines = group_lines(column)
+    left, right = min(b.x1 for b in column), max(b.x2 for b in column)
+    reach = median((line.x2 - line.x1) / max(right - left, 1e-6) for line in lines)
+    return reach >= LINE_FILL
 
 
 def _split(boxes: list[Placed], cuts: list[float]) -> list[list[Placed]]:

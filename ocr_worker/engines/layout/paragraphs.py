@@ -1,4 +1,4 @@
-"""A flow's lines become blocks: tables, then paragraphs, list items, headings and code.
+"""A flow's lines become blocks: tables first, then paragraphs, list items, headings and code.
 
 Only the Markdown (and the blocks' boxes) depend on where a paragraph ends: the page's text is
 its lines in order either way.
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import median
 
 from ocr_worker.engines.layout.blocks import LayoutBlock
+from ocr_worker.engines.layout.code import code_line, looks_like_code
+from ocr_worker.engines.layout.headings import HEADING_RATIO, heading_level, numbered
 from ocr_worker.engines.layout.lines import Line, line_pitch
 from ocr_worker.engines.layout.tables import find_tables, table_block
 
@@ -20,13 +23,20 @@ PARAGRAPH_GAP = 1.4
 # A first-line indent or a nested item starts at least an em in; a ragged left edge from the
 # detector's padding moves a few pixels, far less than one line height.
 INDENT = 0.8
-# LaTeX's \large is 1.2 times body text, its headings' smallest step up; 1.15 leaves room for the
-# detector's few pixels of padding but not for a body line it measured tall.
-HEADING_RATIO = 1.15
+# A listing keeps one blank line inside it (between functions) and stays one block.
+CODE_GAP = 2.6
 LIST_ITEM = re.compile(r"^([\u2022\u00b7\u25aa\u25e6\u2013*+-]|\(?\d{1,3}[.)]|\(?[a-z][)])\s")
-SECTION_NUMBER = re.compile(r"^(\d{1,2}(\.\d{1,2})+|[A-Z]\.\d{1,2}(\.\d{1,2})*)\.?\s+\S")
-CODE_START = re.compile(r"^(\$|#|%|>>>|//|/\*)\s")
-CODE_CHARS = set("{}[]()<>=;$#/\\_|\"'`~&*")
+
+
+@dataclass(frozen=True)
+class _Flow:
+    """What a block is judged against: its flow's left margin, width and line pitch."""
+
+    margin: float
+    width: float
+    pitch: float
+    unit: float
+    body_height: float
 
 
 def flow_blocks(lines: Sequence[Line], unit: float, body_height: float) -> list[LayoutBlock]:
@@ -42,64 +52,68 @@ def flow_blocks(lines: Sequence[Line], unit: float, body_height: float) -> list[
 def _prose(lines: Sequence[Line], unit: float, body_height: float) -> list[LayoutBlock]:
     if not lines:
         return []
-    pitch = line_pitch(lines)
     margin = min(line.x1 for line in lines)
+    flow = _Flow(margin, max(x.x2 for x in lines) - margin, line_pitch(lines), unit, body_height)
     groups: list[list[Line]] = []
     for line in lines:
-        if groups and _continues(groups[-1], line, pitch, unit):
+        if groups and _continues(groups[-1], line, flow):
             groups[-1].append(line)
         else:
             groups.append([line])
-    return [_label(group, margin, unit, body_height) for group in groups]
+    blocks = []
+    for n, group in enumerate(groups):
+        spaced = n == 0 or group[0].cy - groups[n - 1][-1].cy > PARAGRAPH_GAP * flow.pitch
+        blocks.append(_label(group, flow, spaced))
+    return _join_code(blocks, flow)
 
 
-def _continues(group: list[Line], line: Line, pitch: float, unit: float) -> bool:
+def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
     previous = group[-1]
-    if line.cy - previous.cy > PARAGRAPH_GAP * pitch:
+    if line.cy - previous.cy > PARAGRAPH_GAP * flow.pitch:
         return False
-    if not _similar(previous.height, line.height) or LIST_ITEM.match(line.text):
+    if max(previous.height, line.height) >= HEADING_RATIO * min(previous.height, line.height):
+        return False  # a change of size: a heading and its text
+    if LIST_ITEM.match(line.text) or (len(group) == 1 and numbered([group[0].text])):
         return False
-    if len(group) == 1 and _numbered_heading(group):  # a same-size heading and its first line
-        return False
-    indented = line.x1 - previous.x1 > INDENT * unit
     if LIST_ITEM.match(group[0].text):  # an item's wrapped lines hang under its text
-        return line.x1 > group[0].x1 - INDENT * unit
-    return not indented or _is_code(group + [line])
+        return line.x1 > group[0].x1 - INDENT * flow.unit
+    if _indented(group[0], flow) and line.x1 < group[0].x1 - INDENT * flow.unit:
+        # After a first-line indent; else an indented block (code, a quote) ends.
+        return len(group) == 1 and not code_line(group[0].text)
+    if line.x1 - previous.x1 > INDENT * flow.unit:  # a new paragraph, unless code nests
+        return looks_like_code([x.text for x in group], indented=True) and code_line(line.text)
+    return True
 
 
-def _similar(a: float, b: float) -> bool:
-    return max(a, b) < HEADING_RATIO * min(a, b)
+def _indented(line: Line, flow: _Flow) -> bool:
+    return line.x1 - flow.margin > INDENT * flow.unit
 
 
-def _label(group: list[Line], margin: float, unit: float, body_height: float) -> LayoutBlock:
-    first = group[0].text
-    size = median(line.height for line in group) / max(body_height, 1e-6)
-    if len(group) <= 2 and (size >= HEADING_RATIO or _numbered_heading(group)):
-        return LayoutBlock("title", group, level=_level(first, size))
-    if LIST_ITEM.match(first):
+def _label(group: list[Line], flow: _Flow, spaced: bool) -> LayoutBlock:
+    texts = [line.text for line in group]
+    size = median(line.height for line in group) / max(flow.body_height, 1e-6)
+    reach = max(line.x2 - line.x1 for line in group) / max(flow.width, 1e-6)
+    level = heading_level(texts, size=size, spaced=spaced, reach=reach)
+    if level is not None:
+        return LayoutBlock("title", group, level=level)
+    if LIST_ITEM.match(texts[0]):
         return LayoutBlock("list", group)
-    if group[0].x1 - margin > INDENT * unit and _is_code(group) or CODE_START.match(first):
+    if looks_like_code(texts, indented=all(_indented(line, flow) for line in group)):
         return LayoutBlock("code", group)
     return LayoutBlock("text", group)
 
 
-def _numbered_heading(group: list[Line]) -> bool:
-    """ "5.2 Managing packages": a section number with a dot inside and a short line after it,
-    not a sentence."""
-    text = " ".join(line.text for line in group)
-    return bool(SECTION_NUMBER.match(text)) and len(group) == 1 and not text.endswith(".")
-
-
-def _level(text: str, size: float) -> int:
-    number = SECTION_NUMBER.match(text)
-    if number:
-        return min(4, number.group(1).count(".") + 1)
-    # LaTeX's steps: \huge 2.07, \LARGE 1.73, \Large 1.44, \large 1.2 times body text.
-    return 1 if size >= 1.6 else 2 if size >= 1.3 else 3
-
-
-def _is_code(group: list[Line]) -> bool:
-    """Code reads as symbols: braces, operators, paths, prompts."""
-    text = "".join(line.text for line in group)
-    symbols = sum(char in CODE_CHARS for char in text)
-    return bool(text) and symbols / len(text) >= 0.08
+def _join_code(blocks: list[LayoutBlock], flow: _Flow) -> list[LayoutBlock]:
+    """Pieces of one listing (split where its indentation changed) back into one block."""
+    joined: list[LayoutBlock] = []
+    for block in blocks:
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and last.label == block.label == "code"
+            and block.lines[0].cy - last.lines[-1].cy <= CODE_GAP * flow.pitch
+        ):
+            last.lines.extend(block.lines)
+        else:
+            joined.append(block)
+    return joined

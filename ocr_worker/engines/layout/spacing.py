@@ -20,6 +20,9 @@ _LATIN = "A-Za-z0-9"
 _SPACE_INSIDE_CJK = re.compile(rf"(?<=[{_CJK}{_CJK_PUNCT}])[ \t]+(?=[{_CJK}{_CJK_PUNCT}])")
 _CJK_THEN_LATIN = re.compile(rf"(?<=[{_CJK}])(?=[{_LATIN}])")
 _LATIN_THEN_CJK = re.compile(rf"(?<=[{_LATIN}])(?=[{_CJK}])")
+# "2.5Uninstallation", "6Computing on the language": the recognizer ran a heading's section
+# number into its first word. A number glued to a capitalised word is never one token.
+_GLUED_SECTION = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)(?=[A-Z][a-z]{3,})")
 
 
 def is_cjk(char: str) -> bool:
@@ -31,6 +34,7 @@ def tidy(text: str) -> str:
     text = " ".join(text.split())
     text = _SPACE_INSIDE_CJK.sub("", text)
     text = _CJK_THEN_LATIN.sub(" ", text)
+    text = _GLUED_SECTION.sub(r"\1 ", text)
     return _LATIN_THEN_CJK.sub(" ", text)
 
 

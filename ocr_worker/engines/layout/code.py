@@ -1,0 +1,44 @@
+"""Program text among prose: what makes a block of lines code.
+
+Monospace cannot be seen in the detector's boxes, but code reads as code: calls "f(x)",
+assignments, braces and semicolons at line ends, comment and prompt markers, LaTeX commands.
+Manuals set code blocks indented (Texinfo's @example, DocBook's screen) or, unindented, as a run
+of such lines; a prompt ("$ ", "> ") starts a transcript.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ocr_worker.engines.layout.spacing import is_cjk
+
+CODE_LINE = re.compile(
+    r"[{};]\s*$|^[{}]|\w\(|\)\s*[{;]|<-|==|!=|:=|\+=|\s=\s|\w=\S|\$\w|\w\[|^\\\w+[\[{]"
+    r"|^(#|//|/\*|%)|^(function|def|if|for|while|return|else|end\w*)\b"
+)
+# Eight plain words make a sentence; a line of code holds a few (a call, a short comment).
+SENTENCE_WORDS = 8
+PROMPT = re.compile(r"^(\$|>|>>>|#)\s\S")
+
+
+def code_line(text: str) -> bool:
+    """A line of program text. A line mostly of Chinese is prose that names a command (a
+    changelog entry "\\cmd: 修正...") or of plain words is a sentence that quotes code."""
+    text = text.strip()
+    if 3 * sum(is_cjk(c) for c in text) > len(text.replace(" ", "")):
+        return False
+    if sum(word.isalpha() for word in text.split()) >= SENTENCE_WORDS:
+        return False
+    return bool(CODE_LINE.search(text))
+
+
+def looks_like_code(texts: list[str], *, indented: bool) -> bool:
+    """Indented lines, half of them code-like; or unindented lines that all are; or a prompt."""
+    if not texts:
+        return False
+    if PROMPT.match(texts[0]) and code_line(texts[0]):
+        return True
+    share = sum(code_line(t) for t in texts) / len(texts)
+    # Half: a listing has plain lines too ("else", "make"); all, unindented, since a sentence
+    # can hold one call or "=" but a run of them is a program.
+    return share >= 0.5 if indented else (len(texts) >= 2 and share == 1.0)
