@@ -77,7 +77,8 @@ def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
         return False
     if LIST_ITEM.match(group[0].text):  # an item's wrapped lines hang under its text
         return line.x1 > group[0].x1 - INDENT * flow.unit
-    if _indented(group[0], flow) and line.x1 < group[0].x1 - INDENT * flow.unit:
+    block_indented = all(_indented(x, flow) for x in group)
+    if block_indented and line.x1 < group[0].x1 - INDENT * flow.unit:
         # After a first-line indent; else an indented block (code, a quote) ends.
         return len(group) == 1 and not code_line(group[0].text)
     if line.x1 - previous.x1 > INDENT * flow.unit:  # a new paragraph, unless code nests
