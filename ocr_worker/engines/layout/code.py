@@ -36,8 +36,8 @@ def looks_like_code(texts: list[str], *, indented: bool) -> bool:
     """Indented lines, half of them code-like; or unindented lines that all are; or a prompt."""
     if not texts:
         return False
-    if PROMPT.match(texts[0]) and code_line(texts[0]):
-        return True
+    if PROMPT.match(texts[0]) and (indented or code_line(texts[0])):
+        return True  # "> x", "$ make": a transcript (unindented, the command must read as code)
     share = sum(code_line(t) for t in texts) / len(texts)
     # Half: a listing has plain lines too ("else", "make"); all, unindented, since a sentence
     # can hold one call or "=" but a run of them is a program.

@@ -18,6 +18,8 @@ HEADING_RATIO = 1.15
 LARGE_RATIO = 1.3
 # A heading rarely fills its column; a body line nearly always does.
 SHORT_LINE = 0.8
+# Headings do not end a sentence or lead into one.
+SENTENCE_END = ".,;:\u3002\uff0c\uff1b\uff1a"
 SECTION_NUMBER = re.compile(r"^(\d{1,2}(\.\d{1,2})+|[A-Z]\.\d{1,2}(\.\d{1,2})*)\.?\s*[A-Z]\w")
 
 
@@ -26,7 +28,7 @@ def heading_level(texts: list[str], *, size: float, spaced: bool, reach: float) 
     ``spaced``: space above it (or first in its column); ``reach``: its longest line over the
     column's width."""
     text = " ".join(texts)
-    if len(texts) > 2 or sum(c.isalpha() for c in text) < 1:
+    if len(texts) > 2 or sum(c.isalpha() for c in text) < 1 or text[-1] in SENTENCE_END:
         return None
     if numbered(texts):
         return min(4, SECTION_NUMBER.match(text).group(1).count(".") + 1)  # type: ignore[union-attr]

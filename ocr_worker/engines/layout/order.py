@@ -27,8 +27,7 @@ from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end
 # neighbour), so columns more than twice as wide as each other are a table, read row by row.
 MAX_COLUMN_RATIO = 2.0
 # A page column holds words: at least ~12 characters a line (about 6 line heights; the narrowest
-# newspaper columns hold ~25), and letters on most of its lines. A narrower strip, or one of bare
-# numbers, is a table column (an index's entries and their page numbers).
+# newspaper columns hold ~25). A narrower strip is a table column (an index's page numbers).
 MIN_COLUMN_WIDTH = 6.0
 # Columns span the text block (their outer margins are its margins, give or take a ragged last
 # line); four fifths leaves room for a right column whose lines all end short.
@@ -122,12 +121,8 @@ def _alike(columns: list[list[Placed]], others: list[float], unit: float) -> boo
         and max(widths) <= MAX_COLUMN_RATIO * min(widths)
         and min(widths) >= MIN_COLUMN_WIDTH * unit
         and len(set(inner)) == 1
-        and all(_wordy(col) and _filled(col) for col in columns)
+        and all(_filled(col) for col in columns)
     )
-
-
-def _wordy(column: list[Placed]) -> bool:
-    return 2 * sum(any(c.isalpha() for c in b.text) for b in column) >= len(column)
 
 
 def _filled(column: list[Placed]) -> bool:

@@ -13,7 +13,12 @@ from statistics import median
 
 from ocr_worker.engines.layout.blocks import LayoutBlock
 from ocr_worker.engines.layout.code import code_line, looks_like_code
-from ocr_worker.engines.layout.headings import HEADING_RATIO, heading_level, numbered
+from ocr_worker.engines.layout.headings import (
+    HEADING_RATIO,
+    LARGE_RATIO,
+    heading_level,
+    numbered,
+)
 from ocr_worker.engines.layout.lines import Line, line_pitch
 from ocr_worker.engines.layout.tables import find_tables, table_block
 
@@ -25,6 +30,8 @@ PARAGRAPH_GAP = 1.4
 INDENT = 0.8
 # A listing keeps one blank line inside it (between functions) and stays one block.
 CODE_GAP = 2.6
+# Twenty characters hold enough ascenders and descenders for a box's height to measure the type.
+MEASURED_CHARS = 20
 LIST_ITEM = re.compile(r"^([\u2022\u00b7\u25aa\u25e6\u2013*+-]|\(?\d{1,3}[.)]|\(?[a-z][)])\s")
 
 
@@ -71,8 +78,8 @@ def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
     previous = group[-1]
     if line.cy - previous.cy > PARAGRAPH_GAP * flow.pitch:
         return False
-    if max(previous.height, line.height) >= HEADING_RATIO * min(previous.height, line.height):
-        return False  # a change of size: a heading and its text
+    if _resized(previous, line):
+        return False  # a heading and its text
     if LIST_ITEM.match(line.text) or (len(group) == 1 and numbered([group[0].text])):
         return False
     if LIST_ITEM.match(group[0].text):  # an item's wrapped lines hang under its text
@@ -84,6 +91,15 @@ def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
     if line.x1 - previous.x1 > INDENT * flow.unit:  # a new paragraph, unless code nests
         return looks_like_code([x.text for x in group], indented=True) and code_line(line.text)
     return True
+
+
+def _resized(a: Line, b: Line) -> bool:
+    """A change of type size. A short line's box is no measure of its size (no ascenders or
+    descenders in "operator as in" shrink it by a tenth or more), so a small step counts only
+    between lines of some length; a large one always does."""
+    ratio = max(a.height, b.height) / max(min(a.height, b.height), 1e-6)
+    measured = min(len(a.text), len(b.text)) >= MEASURED_CHARS
+    return ratio >= LARGE_RATIO or (ratio >= HEADING_RATIO and measured)
 
 
 def _indented(line: Line, flow: _Flow) -> bool:
