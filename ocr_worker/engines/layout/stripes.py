@@ -28,38 +28,50 @@ def run_end(lines: list[Line], start: int, left: float, right: float, unit: floa
     any stripe will do (the first line of a column set may be a left column's heading); from
     then on, one with text on both sides must survive, so a run ends where full-width text
     crosses its gutter even if the ragged right margin stays clear."""
+    clear = narrow([(left, right)], lines[start], unit)
+    first, last = _centres(lines[start])
     end = start + 1
     while end < len(lines):
-        now = _interior(lines[start:end], stripes(lines[start:end], left, right, unit))
-        after = stripes(lines[start : end + 1], left, right, unit)
-        if not (_interior(lines[start : end + 1], after) if now else after):
+        after = narrow(clear, lines[end], unit)
+        lo, hi = _centres(lines[end])
+        lo, hi = min(lo, first), max(hi, last)
+        if _interior(clear, first, last) and not _interior(after, lo, hi) or not after:
             break
-        end += 1
+        clear, first, last, end = after, lo, hi, end + 1
     return end
 
 
-def _interior(lines: Sequence[Line], clear: list[tuple[float, float]]) -> bool:
-    boxes = [b for line in lines for b in line.boxes]
-    return any(any(b.cx < a for b in boxes) and any(b.cx > z for b in boxes) for a, z in clear)
+def _centres(line: Line) -> tuple[float, float]:
+    return min(b.cx for b in line.boxes), max(b.cx for b in line.boxes)
+
+
+def _interior(clear: list[tuple[float, float]], first: float, last: float) -> bool:
+    """Some stripe has a box centre on either side (the leftmost and rightmost centres)."""
+    return any(first < a and last > z for a, z in clear)
 
 
 def stripes(
     lines: Sequence[Line], left: float, right: float, unit: float
 ) -> list[tuple[float, float]]:
     """Vertical stripes of the region's width that no box of these lines crosses."""
-    spans = sorted(
-        (b.x1 + INK_PADDING * b.height, b.x2 - INK_PADDING * b.height)
-        for line in lines
-        for b in line.boxes
-    )
-    found, reach = [], left
-    for x1, x2 in spans:
-        if x1 - reach >= MIN_GUTTER * unit:
-            found.append((reach, x1))
-        reach = max(reach, x2)
-    if right - reach >= MIN_GUTTER * unit:
-        found.append((reach, right))
-    return found
+    clear = [(left, right)]
+    for line in lines:
+        clear = narrow(clear, line, unit)
+    return clear
+
+
+def narrow(clear: list[tuple[float, float]], line: Line, unit: float) -> list[tuple[float, float]]:
+    """What stays of the stripes once this line's inks are laid across them."""
+    for box in line.boxes:
+        ink = (box.x1 + INK_PADDING * box.height, box.x2 - INK_PADDING * box.height)
+        pieces = []
+        for a, z in clear:
+            if ink[1] <= a or ink[0] >= z:
+                pieces.append((a, z))
+                continue
+            pieces += [p for p in ((a, ink[0]), (ink[1], z)) if p[1] - p[0] >= MIN_GUTTER * unit]
+        clear = pieces
+    return clear
 
 
 def gutters(lines: Sequence[Line], clear: list[tuple[float, float]]) -> list[float]:
