@@ -21,8 +21,15 @@ _LIST_BULLET = re.compile(r"^[\u2022\u00b7\u25aa\u25e6\u2013*+-]\s*")
 
 
 def render(blocks: list[LayoutBlock]) -> str:
-    parts = [_block(block) for block in blocks if block.label not in FURNITURE]
-    return "\n\n".join(part for part in parts if part)
+    """Blocks apart by a blank line; a list's items one per line (a tight list)."""
+    out, previous = "", ""
+    for block in blocks:
+        part = _block(block) if block.label not in FURNITURE else ""
+        if part:
+            tight = previous == block.label == "list"
+            out += ("\n" if tight else "\n\n") + part if out else part
+            previous = block.label
+    return out
 
 
 def _block(block: LayoutBlock) -> str:

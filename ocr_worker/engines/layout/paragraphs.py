@@ -59,7 +59,7 @@ def flow_blocks(lines: Sequence[Line], unit: float, body_height: float) -> list[
 def _prose(lines: Sequence[Line], unit: float, body_height: float) -> list[LayoutBlock]:
     if not lines:
         return []
-    margin = min(line.x1 for line in lines)
+    margin = _margin(lines, unit)
     flow = _Flow(margin, max(x.x2 for x in lines) - margin, line_pitch(lines), unit, body_height)
     groups: list[list[Line]] = []
     for line in lines:
@@ -74,6 +74,14 @@ def _prose(lines: Sequence[Line], unit: float, body_height: float) -> list[Layou
     return _join_code(blocks, flow)
 
 
+def _margin(lines: Sequence[Line], unit: float) -> float:
+    """The flow's left margin: the leftmost edge where two or more lines start (a lone line
+    further left is a footnote mark or a hanging label, not the margin)."""
+    edges = sorted(line.x1 for line in lines)
+    shared = [a for a, b in zip(edges, edges[1:], strict=False) if b - a <= INDENT * unit]
+    return shared[0] if shared else edges[0]
+
+
 def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
     previous = group[-1]
     if line.cy - previous.cy > PARAGRAPH_GAP * flow.pitch:
@@ -85,7 +93,7 @@ def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
     if LIST_ITEM.match(group[0].text):  # an item's wrapped lines hang under its text
         return line.x1 > group[0].x1 - INDENT * flow.unit
     block_indented = all(_indented(x, flow) for x in group)
-    if block_indented and line.x1 < group[0].x1 - INDENT * flow.unit:
+    if block_indented and line.x1 < min(x.x1 for x in group) - INDENT * flow.unit:
         # After a first-line indent; else an indented block (code, a quote) ends.
         return len(group) == 1 and not code_line(group[0].text)
     if line.x1 - previous.x1 > INDENT * flow.unit:  # a new paragraph, unless code nests

@@ -70,7 +70,7 @@ def test_list_items_are_listed_and_chinese_lines_join_without_spaces() -> None:
     )
     md = _page(items + chinese).markdown
     joined = "在 Debian 系统中可以使用这个命令安装所需要的软件包和它们的依赖。"
-    assert md == "- first item\n\n- second item\n\n" + joined
+    assert md == "- first item\n- second item\n\n" + joined
 
 
 def test_text_that_merely_starts_like_markdown_syntax_is_escaped() -> None:
