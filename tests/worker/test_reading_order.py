@@ -73,3 +73,17 @@ def test_an_indented_table_inside_a_single_column_is_no_pair_of_columns() -> Non
 def test_boxes_side_by_side_on_one_line_read_left_to_right() -> None:
     boxes = [Straight(900, 400, "world"), Straight(200, 400, "hello"), Straight(520, 401, "there")]
     assert " ".join(_read(boxes)).split() == ["hello", "there", "world"]
+
+
+def test_a_full_width_table_of_short_cells_is_no_set_of_columns() -> None:
+    # Three columns of similar width spanning the text, but their cells are as long as their
+    # content ("a+b" beside "plus (a, b)"): page columns are filled with running text.
+    rows = [("Operation name", "Method called", "Its description")]
+    rows += [("a+b", "plus (a, b)", "Binary addition"), ("a-b", "minus (a, b)", "Subtraction")]
+    rows += [(f"op{n}", f"call{n} (a)", f"Meaning {n}") for n in range(6)]
+    boxes = paragraph(200, 200, _prose("p", 2), indent=0)
+    for n, cells in enumerate(rows):
+        columns = zip((200, 650, 1100), cells, strict=True)
+        boxes += [Straight(x, 300 + 30 * n, cell) for x, cell in columns]
+    lines = _read(boxes)
+    assert lines[2:] == ["\t".join(cells) for cells in rows]
