@@ -63,7 +63,8 @@ def stripes(
 def narrow(clear: list[tuple[float, float]], line: Line, unit: float) -> list[tuple[float, float]]:
     """What stays of the stripes once this line's inks are laid across them."""
     for box in line.boxes:
-        ink = (box.x1 + INK_PADDING * box.height, box.x2 - INK_PADDING * box.height)
+        pad = min(INK_PADDING * box.height, (box.x2 - box.x1) / 2)  # a narrow "1" keeps a core
+        ink = (box.x1 + pad, box.x2 - pad)
         pieces = []
         for a, z in clear:
             if ink[1] <= a or ink[0] >= z:
