@@ -18,10 +18,11 @@ def _body(y: float = 300, count: int = 6, tag: str = "body") -> list[Straight]:
 
 def test_running_head_and_page_number_are_their_own_blocks_and_out_of_the_markdown() -> None:
     head = [Straight(200, 120, "Chapter 5. Managing Packages"), Straight(1440, 120, "32")]
-    foot = [Straight(830, 2050, "- 33 -")]
+    foot = [Straight(200, 2050, "Printed 2024-05-01"), Straight(1380, 2050, "- 33 -")]
     result = _page(head + _body() + foot)
     labels = [block.label for block in result.blocks]
-    assert labels == ["header", "page_number", "text", "page_number"]
+    assert labels == ["header", "page_number", "text", "footer", "page_number"]
+    assert result.text.endswith("\nPrinted 2024-05-01\n- 33 -")
     assert result.text.startswith("Chapter 5. Managing Packages\n32\nbody line 0")
     assert "Managing Packages" not in result.markdown and "32" not in result.markdown
     assert result.markdown.startswith("body line 0")
