@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import re
 
-# LaTeX's \\large is 1.2 times body text, its headings' smallest step up; 1.15 leaves room for the
+# LaTeX's \large is 1.2 times body text, its headings' smallest step up; 1.15 leaves room for the
 # detector's few pixels of padding but not for a body line it measured tall.
 HEADING_RATIO = 1.15
-# Clearly larger (LaTeX's \\Large is 1.44): a heading even if it runs across the column.
+# Clearly larger (LaTeX's \Large is 1.44): a heading even if it runs across the column.
 LARGE_RATIO = 1.3
+# Two levels from size alone: the detector's box heights vary by about a tenth for one type
+# size, enough to blur LaTeX's neighbouring steps (\large 1.2, \Large 1.44, \LARGE 1.73, \huge
+# 2.07 times body text) but not a chapter title (\LARGE and up) from a section heading.
+TITLE_RATIO = 1.55
 # A heading rarely fills its column; a body line nearly always does.
 SHORT_LINE = 0.8
 # Headings do not end a sentence or lead into one.
@@ -33,8 +37,7 @@ def heading_level(texts: list[str], *, size: float, spaced: bool, reach: float) 
     if numbered(texts):
         return min(4, SECTION_NUMBER.match(text).group(1).count(".") + 1)  # type: ignore[union-attr]
     if spaced and size >= HEADING_RATIO and (reach < SHORT_LINE or size >= LARGE_RATIO):
-        # LaTeX's steps: \\huge 2.07, \\LARGE 1.73, \\Large 1.44, \\large 1.2 times body text.
-        return 1 if size >= 1.6 else 2 if size >= LARGE_RATIO else 3
+        return 1 if size >= TITLE_RATIO else 2
     return None
 
 
