@@ -63,6 +63,8 @@ def run_document(
         update={
             "database": settings.database.model_copy(update={"url": db_url}),
             "queue_max_size": 1_000_000,
+            # One document, no lease to keep alive: render in this process, from its store.
+            "worker": settings.worker.model_copy(update={"render_processes": 0}),
         }
     )
     sessions = make_session_factory(make_engine(settings.database))

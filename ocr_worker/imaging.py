@@ -7,6 +7,7 @@ import multiprocessing
 import threading
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pymupdf
@@ -18,6 +19,16 @@ from ocr_api.core.storage import ObjectStore, make_object_store
 
 class PageRenderError(RuntimeError):
     pass
+
+
+# A page of a PDF that MuPDF had to repair (truncated, corrupt xref): rendered, but flagged.
+REPAIRED_WARNING = "repaired_file"
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    pixels: np.ndarray  # (H, W, 3) uint8 RGB
+    warnings: tuple[str, ...] = ()
 
 
 def release_mupdf_store() -> None:
@@ -40,11 +51,15 @@ class PageRasterizer:
 
     def render(self, source_key: str, index: int) -> np.ndarray:
         """(H, W, 3) uint8 RGB pixels of page ``index`` of the stored file ``source_key``."""
+        return self.render_page(source_key, index).pixels
+
+    def render_page(self, source_key: str, index: int) -> RenderedPage:
+        """The page's pixels and what the service must say about them."""
         data = self._fetch(source_key)
         try:
             if source_key.endswith(".pdf"):
                 return self._render_pdf(data, index)
-            return self._load_image(data, index)
+            return RenderedPage(self._load_image(data, index))
         except PageRenderError:
             raise
         except Exception as error:
@@ -62,15 +77,21 @@ class PageRasterizer:
                 self._files.popitem(last=False)
         return data
 
-    def _render_pdf(self, data: bytes, index: int) -> np.ndarray:
+    def _render_pdf(self, data: bytes, index: int) -> RenderedPage:
         try:
             with pymupdf.open(stream=data, filetype="pdf") as doc:
                 page = doc.load_page(index)
-                longest_inch = max(page.rect.width, page.rect.height) / 72
-                dpi = min(self.dpi, int(self.max_side / longest_inch)) if longest_inch else self.dpi
-                pix = page.get_pixmap(dpi=max(dpi, 36), colorspace=pymupdf.csRGB, alpha=False)
-                shape = (pix.height, pix.width, 3)
-                return np.frombuffer(pix.samples, dtype=np.uint8).reshape(shape).copy()
+                # max_render_side always holds: a 20000 pt page is drawn below 36 dpi if need be.
+                pix = page.get_pixmap(
+                    matrix=render_matrix(page.rect, dpi=self.dpi, max_side=self.max_side),
+                    colorspace=pymupdf.csRGB,
+                    alpha=False,
+                )
+                shape = (pix.height, pix.width, 3)  # (H, W, 3)
+                pixels = np.frombuffer(pix.samples, dtype=np.uint8).reshape(shape).copy()
+                if not doc.is_repaired:
+                    return RenderedPage(pixels)
+                return _repaired_page(pixels, index)
         finally:
             release_mupdf_store()  # ~0 ms a scanned page, ~4 ms a born-digital one
 
@@ -83,22 +104,41 @@ class PageRasterizer:
             return np.asarray(rgb, dtype=np.uint8).copy()
 
 
+def render_matrix(rect: pymupdf.Rect, *, dpi: int, max_side: int) -> pymupdf.Matrix:
+    """Scale to ``dpi``, or less so that the longer side is at most ``max_side`` pixels."""
+    longest_points = max(rect.width, rect.height, 1.0)
+    zoom = min(dpi / 72, max_side / longest_points)
+    return pymupdf.Matrix(zoom, zoom)
+
+
+def _repaired_page(pixels: np.ndarray, index: int) -> RenderedPage:
+    """A repaired file's page that draws nothing lost its content with the damage (a truncated
+    PDF's last pages): failed with the reason, never a silent blank success."""
+    if pixels.size and pixels.min() == pixels.max():
+        raise PageRenderError(
+            f"page {index + 1} of the PDF is damaged (truncated or corrupt): it renders empty"
+        )
+    return RenderedPage(pixels, (REPAIRED_WARNING,))
+
+
 def render_many(
     rasterizer: PageRasterizer, refs: list[tuple[str, int]]
-) -> list[np.ndarray | PageRenderError]:
+) -> list[RenderedPage | PageRenderError]:
     """Render in order in this process; a page that fails is returned as its error."""
-    results: list[np.ndarray | PageRenderError] = []
+    results: list[RenderedPage | PageRenderError] = []
     for key, index in refs:
         try:
-            results.append(rasterizer.render(key, index))
+            results.append(rasterizer.render_page(key, index))
         except PageRenderError as error:
             results.append(error)
     return results
 
 
 class ProcessRasterizer:
-    """Rendering in CPU processes beside a GPU worker, so its decode loop is not left waiting
-    on PyMuPDF. Each process keeps its own object-store client and file cache."""
+    """Rendering in CPU processes beside the task: PyMuPDF holds the GIL for a whole page (9 s
+    for a heavy one), which starved the lease-renewal thread until the group was taken over
+    while its worker was alive, and left a GPU worker's decode loop waiting. Each process keeps
+    its own object-store client and file cache."""
 
     def __init__(self, s3: S3Settings, *, dpi: int, max_side: int, processes: int) -> None:
         self.pool = ProcessPoolExecutor(
@@ -108,9 +148,9 @@ class ProcessRasterizer:
             initargs=(s3, dpi, max_side),
         )
 
-    def render_many(self, refs: list[tuple[str, int]]) -> list[np.ndarray | PageRenderError]:
+    def render_many(self, refs: list[tuple[str, int]]) -> list[RenderedPage | PageRenderError]:
         futures = [self.pool.submit(_render, key, index) for key, index in refs]
-        results: list[np.ndarray | PageRenderError] = []
+        results: list[RenderedPage | PageRenderError] = []
         for future in futures:
             try:
                 results.append(future.result())
@@ -129,6 +169,6 @@ def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)
 
 
-def _render(key: str, index: int) -> np.ndarray:
+def _render(key: str, index: int) -> RenderedPage:
     assert _Renderer.current is not None
-    return _Renderer.current.render(key, index)
+    return _Renderer.current.render_page(key, index)

@@ -1,19 +1,30 @@
-"""Keeps a page group's lease alive while it runs, so a dead worker's group can be taken over."""
+"""Keeps a page group's lease alive while it runs, so a dead worker's group can be taken over.
+
+A lease is held by a token unique to one claim (``<worker>/<random>``), not by the worker: two
+tasks of the same group in one process (a redelivered message on a threads pool) never renew,
+record or release each other's claim. Renewal runs in a thread, so whatever the task does
+must not hold the GIL for long (renders run in a process: see ``imaging.ProcessRasterizer``).
+"""
 
 from __future__ import annotations
 
+import secrets
 import threading
 from datetime import timedelta
 from types import TracebackType
 
 import structlog
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.models import PageGroup
+from ocr_api.core.models import Page, PageGroup
 
 log = structlog.get_logger(__name__)
+
+
+def new_lease_token(worker_id: str) -> str:
+    return f"{worker_id}/{secrets.token_hex(4)}"
 
 
 class LeaseKeeper:
@@ -26,6 +37,7 @@ class LeaseKeeper:
         self.group_id = group_id
         self.owner = owner
         self.lease_seconds = lease_seconds
+        self.renewals = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
 
@@ -42,14 +54,47 @@ class LeaseKeeper:
     def _loop(self) -> None:
         while not self._stop.wait(self.lease_seconds / 3):
             try:
-                self.renew()
+                if not self.renew():
+                    log.warning("lease.lost", group_id=self.group_id, owner=self.owner)
             except Exception as error:  # a DB blip must not kill the group; the next tick retries
                 log.warning("lease.renew_failed", group_id=self.group_id, error=str(error))
 
-    def renew(self) -> None:
+    def renew(self) -> bool:
+        """False when the lease is no longer ours (it lapsed and the group was taken over)."""
         with transaction(self.sessions) as session:
-            session.execute(
+            renewed = session.execute(
                 update(PageGroup)
                 .where(PageGroup.id == self.group_id, PageGroup.lease_owner == self.owner)
                 .values(lease_expires_at=utcnow() + timedelta(seconds=self.lease_seconds))
             )
+        self.renewals += 1
+        return bool(getattr(renewed, "rowcount", 1))
+
+
+def release_claim(sessions: sessionmaker[Session], *, group_id: int, owner: str) -> bool:
+    """Give a claimed group back at once (a transient failure: the task will be retried),
+    rather than let its lease lapse. The attempt is not counted against the document."""
+    with transaction(sessions) as session:
+        group = session.scalar(
+            select(PageGroup)
+            .where(PageGroup.id == group_id, PageGroup.lease_owner == owner)
+            .with_for_update()
+        )
+        if group is None or group.status != "running":
+            return False
+        group.status, group.lease_owner, group.lease_expires_at = "pending", None, None
+        group.attempts = max(0, group.attempts - 1)
+        reset_running_pages(session, group)
+        return True
+
+
+def reset_running_pages(session: Session, group: PageGroup) -> None:
+    pages = session.scalars(
+        select(Page).where(
+            Page.job_id == group.job_id,
+            Page.position.between(group.first_position, group.last_position),
+            Page.status == "running",
+        )
+    )
+    for page in pages:
+        page.status = "pending"

@@ -22,6 +22,7 @@ from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.models import Job, Page, PageGroup
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore
+from ocr_api.core.transient import is_transient
 from ocr_api.webhooks.events import record_job_finished
 from ocr_worker import assembly
 from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
@@ -29,9 +30,10 @@ from ocr_worker.imaging import (
     PageRasterizer,
     PageRenderError,
     ProcessRasterizer,
+    RenderedPage,
     render_many,
 )
-from ocr_worker.lease import LeaseKeeper
+from ocr_worker.lease import LeaseKeeper, new_lease_token, release_claim
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +53,7 @@ class ClaimedGroup:
     context: list[PageRef]
     pages: list[PageRef]  # output pages not yet done
     is_last: bool
+    lease_token: str  # this claim's, fencing its renewals and its record
 
 
 @dataclass
@@ -88,14 +91,22 @@ class PageGroupPipeline:
                 self._advance(job_id, group_index)
             return claimed
         started = time.perf_counter()
-        with LeaseKeeper(
-            self.sessions,
-            group_id=claimed.group_id,
-            owner=self.worker_id,
-            lease_seconds=self.settings.worker.lease_seconds,
-        ):
-            results = self._decode(job_id, claimed)
-            self._record(job_id, claimed, results)
+        try:
+            with LeaseKeeper(
+                self.sessions,
+                group_id=claimed.group_id,
+                owner=claimed.lease_token,
+                lease_seconds=self.settings.worker.lease_seconds,
+            ):
+                results = self._decode(job_id, claimed)
+                recorded = self._record(job_id, claimed, results)
+        except Exception as error:
+            if is_transient(error):  # the task is retried: give the group back now
+                self._release(claimed)
+            raise
+        if not recorded:
+            bound.warning("page_group.lease_lost")  # taken over meanwhile; its new owner records
+            return "lease_lost"
         self._advance(job_id, group_index)
         bound.info(
             "page_group.finished",
@@ -132,7 +143,7 @@ class PageGroupPipeline:
             job_lifecycle.start(job)
             group.status = "running"
             group.attempts += 1
-            group.lease_owner = self.worker_id
+            group.lease_owner = new_lease_token(self.worker_id)
             group.lease_expires_at = now + timedelta(seconds=self.settings.worker.lease_seconds)
             group.started_at = group.started_at or now
             return self._claimed(session, job, group)
@@ -150,6 +161,7 @@ class PageGroupPipeline:
             context=[_ref(p) for p in rows if p.position < context_end],
             pages=[_ref(p) for p in pages],
             is_last=group.last_position == job.page_count - 1,
+            lease_token=group.lease_owner or "",
         )
 
     def _give_up(self, session: Session, job: Job, group: PageGroup) -> None:
@@ -166,7 +178,7 @@ class PageGroupPipeline:
 
     def _decode(self, job_id: str, claimed: ClaimedGroup) -> list[PageResult]:
         context = claimed.context if self.engine.uses_context_pages else []
-        rendered = self._render([*context, *claimed.pages])
+        rendered, flags = self._render([*context, *claimed.pages])
         context_images = [i for i in rendered[: len(context)] if isinstance(i, PageImage)]
         if len(context_images) < len(context):  # an unreadable boundary page: decode without it
             context_images = []
@@ -183,28 +195,42 @@ class PageGroupPipeline:
         missing = [ref.page_no for ref in claimed.pages if ref.page_no not in by_page]
         if missing:  # an engine that drops a page is a bug; record it rather than lose the page
             raise RuntimeError(f"engine {self.engine.name} returned no result for pages {missing}")
-        return [by_page[ref.page_no] for ref in claimed.pages]
+        return [_flagged(by_page[ref.page_no], flags) for ref in claimed.pages]
 
-    def _render(self, refs: list[PageRef]) -> list[PageImage | PageRenderError]:
+    def _render(
+        self, refs: list[PageRef]
+    ) -> tuple[list[PageImage | PageRenderError], dict[int, tuple[str, ...]]]:
+        """Each page's image (or why it has none), and the render's flags by page number."""
         keys = [(ref.source_key, ref.source_index) for ref in refs]
-        pixels = (
+        rendered = (
             self.render_pool.render_many(keys)
             if self.render_pool
             else render_many(self.rasterizer, keys)
         )
-        return [
-            p if isinstance(p, PageRenderError) else PageImage(ref.page_no, p)
-            for ref, p in zip(refs, pixels, strict=True)
+        flags = {
+            ref.page_no: r.warnings
+            for ref, r in zip(refs, rendered, strict=True)
+            if isinstance(r, RenderedPage) and r.warnings
+        }
+        images = [
+            r if isinstance(r, PageRenderError) else PageImage(ref.page_no, r.pixels)
+            for ref, r in zip(refs, rendered, strict=True)
         ]
+        return images, flags
 
     # -- record --------------------------------------------------------------------------------
 
-    def _record(self, job_id: str, claimed: ClaimedGroup, results: list[PageResult]) -> None:
+    def _record(self, job_id: str, claimed: ClaimedGroup, results: list[PageResult]) -> bool:
+        """Mark the pages done, if the group is still ours: not if its lease lapsed (a database
+        outage longer than the lease) and another worker claimed it since. A lapsed lease whose
+        group nobody claimed yet is still recorded: the work is done."""
         keys = {r.page: assembly.write_page(self.store, job_id, r) for r in results}
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
             group = session.get(PageGroup, claimed.group_id, with_for_update=True)
             assert group is not None and job is not None
+            if group.status != "pending" and group.lease_owner != claimed.lease_token:
+                return False
             now = utcnow()
             results_by_page = {r.page: r for r in results}
             for page in _group_pages(session, group):
@@ -220,6 +246,13 @@ class PageGroupPipeline:
             group.status, group.finished_at, group.lease_owner = "done", now, None
             _recount(session, job)
             assembly.write_progress(self.store, job)
+            return True
+
+    def _release(self, claimed: ClaimedGroup) -> None:
+        try:
+            release_claim(self.sessions, group_id=claimed.group_id, owner=claimed.lease_token)
+        except Exception as error:  # the database is still down: the lease lapses instead
+            log.warning("page_group.release_failed", error=str(error))
 
     # -- advance -------------------------------------------------------------------------------
 
@@ -274,6 +307,13 @@ class PageGroupPipeline:
         assembly.write_progress(self.store, job)
         log.info("job.finished", job_id=job.id, status=job.status, pages_failed=job.pages_failed)
         return record_job_finished(session, job, public_base_url=self.settings.public_base_url)
+
+
+def _flagged(result: PageResult, flags: dict[int, tuple[str, ...]]) -> PageResult:
+    """The render's flags (a repaired file) go first in the page's warnings."""
+    if not flags.get(result.page):
+        return result
+    return result.model_copy(update={"warnings": [*flags[result.page], *result.warnings]})
 
 
 def _ref(page: Page) -> PageRef:

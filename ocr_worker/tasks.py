@@ -18,11 +18,16 @@ from ocr_api.core.contracts import (
     TASK_PAGE_GROUP,
     TASK_PURGE_EXPIRED,
     TASK_RECOVER,
+    TASK_SWEEP_ORPHANS,
 )
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import get_settings
+from ocr_api.core.transient import TRANSIENT_ERRORS
 from ocr_api.webhooks.sender import attempt_delivery
-from ocr_worker.recovery import recover_stale_groups, resume_stalled_jobs
+from ocr_worker.broker_queues import RedisWaitingTasks
+from ocr_worker.orphans import sweep_orphan_objects
+from ocr_worker.reconciler import Reconciler
+from ocr_worker.recovery import recover_stale_groups
 from ocr_worker.retention import purge_expired_results
 from ocr_worker.runtime import WorkerRuntime
 
@@ -69,7 +74,18 @@ def _preload() -> None:
         log.info("worker.ready", engine=settings.engine)
 
 
-@app.task(name=TASK_PAGE_GROUP, bind=True)
+# Database and broker errors are retried with backoff: a new message, so nothing is acked as
+# done. If even that publish fails (the broker is down) the message is dropped, and the
+# reconciler dispatches the group again from Postgres once the broker is back.
+@app.task(
+    name=TASK_PAGE_GROUP,
+    bind=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=settings.worker.transient_retry_max_seconds,
+    retry_jitter=True,
+    max_retries=settings.worker.transient_max_retries,
+)
 def page_group(self: Task, job_id: str, group_index: int) -> str:
     structlog.contextvars.bind_contextvars(
         job_id=job_id, page_group=group_index, task_id=self.request.id
@@ -85,11 +101,16 @@ def page_group(self: Task, job_id: str, group_index: int) -> str:
 
 @app.task(name=TASK_RECOVER)
 def recover() -> list[str]:
+    """Groups whose worker died mid-way (lapsed lease), then work with no live task."""
     runtime = _Process.get()
-    quiet = settings.worker.lease_seconds
-    return recover_stale_groups(runtime.sessions, runtime.dispatcher) + resume_stalled_jobs(
-        runtime.sessions, runtime.dispatcher, quiet_seconds=quiet
+    reconciler = Reconciler(
+        runtime.sessions,
+        runtime.dispatcher,
+        RedisWaitingTasks(settings.redis.url),
+        redispatch_after_seconds=settings.worker.redispatch_after_seconds,
+        parallel_groups=settings.page_groups_in_parallel,
     )
+    return recover_stale_groups(runtime.sessions, runtime.dispatcher) + reconciler.run()
 
 
 @app.task(name=TASK_PURGE_EXPIRED)
@@ -97,6 +118,16 @@ def purge_expired() -> list[str]:
     runtime = _Process.get()
     return purge_expired_results(
         runtime.sessions, runtime.store, retention_days=settings.result_retention_days
+    )
+
+
+@app.task(name=TASK_SWEEP_ORPHANS)
+def sweep_orphans() -> int:
+    runtime = _Process.get()
+    return len(
+        sweep_orphan_objects(
+            runtime.sessions, runtime.store, grace_hours=settings.orphan_grace_hours
+        )
     )
 
 

@@ -12,6 +12,7 @@ from ocr_api.core.contracts import (
     TASK_DELIVER_WEBHOOK,
     TASK_PURGE_EXPIRED,
     TASK_RECOVER,
+    TASK_SWEEP_ORPHANS,
 )
 from ocr_api.core.settings import Settings
 
@@ -34,10 +35,15 @@ def make_celery(settings: Settings) -> Celery:
             TASK_DELIVER_WEBHOOK: {"queue": QUEUE_CONTROL},
             TASK_RECOVER: {"queue": QUEUE_CONTROL},
             TASK_PURGE_EXPIRED: {"queue": QUEUE_CONTROL},
+            TASK_SWEEP_ORPHANS: {"queue": QUEUE_CONTROL},
         },
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        # A worker takes a message only when a slot is free to run it, and then claims the
+        # group within milliseconds: so a message out of the ready list whose group is still
+        # pending after the reconciler's grace belongs to a dead worker (ocr_worker/reconciler).
+        worker_disable_prefetch=True,
         # Checked by the prefork pool after each task (acked by then: nothing is lost).
         worker_max_memory_per_child=settings.worker.max_memory_per_child_mb * 1024 or None,
         task_track_started=True,
@@ -49,13 +55,21 @@ def make_celery(settings: Settings) -> Celery:
         result_backend_transport_options={"visibility_timeout": visibility},
         worker_hijack_root_logger=False,
         beat_schedule={
+            # Lapsed leases and work with no live task (see ocr_worker/reconciler.py).
             "recover-stale-groups": {
                 "task": TASK_RECOVER,
-                "schedule": max(5.0, settings.worker.lease_seconds / 2),
+                "schedule": min(
+                    settings.worker.reconcile_interval_seconds, settings.worker.lease_seconds / 2
+                ),
                 "options": {"queue": QUEUE_CONTROL},
             },
             "purge-expired-results": {
                 "task": TASK_PURGE_EXPIRED,
+                "schedule": 3600.0,
+                "options": {"queue": QUEUE_CONTROL},
+            },
+            "sweep-orphan-objects": {
+                "task": TASK_SWEEP_ORPHANS,
                 "schedule": 3600.0,
                 "options": {"queue": QUEUE_CONTROL},
             },

@@ -11,6 +11,7 @@ TASK_PAGE_GROUP = "ocr.page_group"
 TASK_RECOVER = "ocr.recover_stale_groups"
 TASK_DELIVER_WEBHOOK = "webhooks.deliver"
 TASK_PURGE_EXPIRED = "ocr.purge_expired_results"
+TASK_SWEEP_ORPHANS = "ocr.sweep_orphan_objects"
 
 QUEUE_INTERACTIVE = "ocr.interactive"
 QUEUE_BACKLOG = "ocr.backlog"

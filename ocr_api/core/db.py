@@ -37,7 +37,15 @@ def make_engine(settings: DatabaseSettings) -> Engine:
         engine = create_engine(settings.url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(settings.url, pool_size=settings.pool_size, pool_pre_ping=True)
+    # Pre-ping: a connection the server dropped (a restart, a failover) is replaced before use
+    # rather than failing the request. A bounded connect: a request answers 503, not hangs.
+    return create_engine(
+        settings.url,
+        pool_size=settings.pool_size,
+        pool_pre_ping=True,
+        pool_timeout=10,
+        connect_args={"connect_timeout": 5},
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:

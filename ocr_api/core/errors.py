@@ -47,8 +47,18 @@ class QueueFull(DomainError):
         self.retry_after_seconds = retry_after_seconds
 
 
+# What a client is told to wait while a dependency (database, broker, object store) is down.
+DEPENDENCY_RETRY_AFTER_SECONDS = 5
+
+
 class ServiceUnavailable(DomainError):
     status_code = 503
+
+    def __init__(
+        self, message: str, retry_after_seconds: int = DEPENDENCY_RETRY_AFTER_SECONDS
+    ) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class Unauthorized(DomainError):

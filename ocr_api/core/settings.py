@@ -85,12 +85,24 @@ class WorkerSettings(_Section):
     group_time_limit_base_seconds: int = Field(60, ge=1)
     group_time_limit_per_page_seconds: int = Field(60, ge=1)
     lease_seconds: int = Field(120, ge=5)
+    # The reconciler (beat) dispatches a pending group again when its message has not been in
+    # the broker's queue for this long: lost with a Redis restart, or taken by a worker that
+    # died before claiming it. Longer than a dispatch takes to commit; much shorter than the
+    # broker's visibility timeout, which is what a lost message used to cost.
+    redispatch_after_seconds: int = Field(60, ge=1)
+    reconcile_interval_seconds: float = Field(30.0, ge=1)
+    # Database and broker errors inside a task: retried with backoff (2, 4, 8 ... s up to the
+    # cap), then left to the reconciler, which owns recovery from then on.
+    transient_retry_max_seconds: int = Field(60, ge=1)
+    transient_max_retries: int = Field(12, ge=0)
     max_group_attempts: int = Field(3, ge=1)
     render_dpi: int = Field(200, ge=50, le=600)
     max_render_side: int = Field(4000, ge=256)
     rapidocr_threads: int = Field(2, ge=1)
-    # CPU processes that rasterise pages beside the engine (GPU workers); 0 renders in the task.
-    render_processes: int = Field(0, ge=0)
+    # Processes that rasterise pages beside the task. PyMuPDF holds the GIL for a whole page,
+    # so rendering in the task starves the lease-renewal thread (a heavy page: 9 s), and the
+    # group is taken over while its worker is alive. 0 renders in the task (embedded, tests).
+    render_processes: int = Field(1, ge=0)
     # Off for workers that only serve the control queue (webhooks, recovery): no model to load.
     preload_engine: bool = True
     # GPU workers run threads so up to max_concurrency page groups share each decode step; the
@@ -129,6 +141,12 @@ class Settings(BaseSettings):
     # Documents and results are deleted this long after their job ends (0: kept for ever);
     # the job's record stays, saying when and why.
     result_retention_days: float = Field(30, ge=0)
+    # Objects under inbox/ and jobs/<id>/ that no job row owns (a submit refused after its
+    # upload, a cleanup that failed) are deleted once they are this old.
+    orphan_grace_hours: float = Field(24, gt=0)
+    # A job's metadata is echoed in every status poll and webhook: bounded in size and depth.
+    max_metadata_bytes: int = Field(16 * 1024, ge=2)
+    max_metadata_depth: int = Field(8, ge=1)
 
     database: DatabaseSettings = DatabaseSettings()
     redis: RedisSettings = RedisSettings()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -16,11 +19,18 @@ class ObjectNotFound(KeyError):
     pass
 
 
+@dataclass(frozen=True)
+class StoredObject:
+    key: str
+    modified: datetime
+
+
 class ObjectStore(Protocol):
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
     def get(self, key: str) -> bytes: ...
     def delete(self, keys: list[str]) -> None: ...
     def keys_under(self, prefix: str) -> list[str]: ...
+    def objects_under(self, prefix: str) -> Iterator[StoredObject]: ...
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
     def presigned_url(self, key: str) -> str: ...
@@ -67,6 +77,14 @@ class S3ObjectStore:
             Bucket=self.bucket, Prefix=prefix
         )
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+    def objects_under(self, prefix: str) -> Iterator[StoredObject]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix
+        )
+        for page in pages:
+            for item in page.get("Contents", []):
+                yield StoredObject(item["Key"], item["LastModified"])
 
     def exists(self, key: str) -> bool:
         try:
@@ -129,6 +147,11 @@ class LocalObjectStore:
     def keys_under(self, prefix: str) -> list[str]:
         keys = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
         return sorted(k for k in keys if k.startswith(prefix) and not k.endswith(".tmp"))
+
+    def objects_under(self, prefix: str) -> Iterator[StoredObject]:
+        for key in self.keys_under(prefix):
+            modified = self._path(key).stat().st_mtime
+            yield StoredObject(key, datetime.fromtimestamp(modified, UTC))
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -194,19 +194,29 @@ def _dispatch(
     every_group: bool,
 ) -> None:
     """Queue the first group, or every group when they may run in parallel; the pipeline
-    queues the rest one by one as groups finish."""
-    with transaction(sessions) as session:
-        query = select(PageGroup).where(PageGroup.job_id == job.id)
-        if not every_group:
-            query = query.where(PageGroup.group_index == 0)
-        try:
+    queues the rest one by one as groups finish. No broker: the job is taken back."""
+    try:
+        with transaction(sessions) as session:
+            query = select(PageGroup).where(PageGroup.job_id == job.id)
+            if not every_group:
+                query = query.where(PageGroup.group_index == 0)
             for group in session.scalars(query.order_by(PageGroup.group_index)):
                 queue_group(dispatcher, group, priority=job.priority)
-        except Exception:
-            # No broker: take the job back rather than leave one that never runs.
-            session.delete(session.get(Job, job.id))
-            store.delete(stored_keys)
-            raise ServiceUnavailable("the task queue is unreachable; nothing was kept") from None
+    except Exception:
+        # Outside the failed transaction (a delete inside it was rolled back with it). If this
+        # fails too, the reconciler dispatches the job once the broker is back, and the orphan
+        # sweep catches objects left behind.
+        discard_job(sessions, store, job.id, stored_keys)
+        raise ServiceUnavailable("the task queue is unreachable; nothing was kept") from None
+
+
+def discard_job(
+    sessions: sessionmaker[Session], store: ObjectStore, job_id: str, stored_keys: list[str]
+) -> None:
+    """Remove a refused submit's job row (pages and groups cascade) and its objects."""
+    with transaction(sessions) as session:
+        session.execute(delete(Job).where(Job.id == job_id))
+    store.delete(stored_keys)
 
 
 def _find_by_key(sessions: sessionmaker[Session], tenant_id: str, key: str) -> Job | None:

@@ -66,6 +66,7 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
             "max_group_attempts": 2,
             "render_dpi": 50,
             "parallel_page_groups": False,  # in order, as the GPU engine runs them
+            "render_processes": 0,  # in the test's process: milliseconds, not a spawn
             **worker_overrides,
         },
     )
@@ -111,4 +112,6 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
                 return job
 
     Harness.sessions = sessions  # type: ignore[attr-defined]
+    Harness.settings = settings  # type: ignore[attr-defined]
+    Harness.tenant_id = tenant_id  # type: ignore[attr-defined]
     return Harness()

@@ -1,0 +1,66 @@
+"""Leases are held per claim: a lapsed and re-claimed group is recorded by its new owner only,
+and a transient failure gives the group back at once instead of waiting for the lease."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy.exc
+from sqlalchemy import select
+
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.db import transaction
+from ocr_api.core.models import PageGroup
+from ocr_worker.engines.base import PageGroupInput
+from ocr_worker.lease import LeaseKeeper
+from tests.worker.conftest import ScriptedEngine
+
+
+def _group(harness, job_id: str, index: int = 0) -> PageGroup:  # type: ignore[no-untyped-def]
+    with harness.sessions() as session:
+        return session.scalars(
+            select(PageGroup).where(PageGroup.job_id == job_id, PageGroup.group_index == index)
+        ).one()
+
+
+def test_a_claim_whose_lease_was_taken_over_records_nothing(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(2)
+    old = harness.pipeline(ScriptedEngine())
+    claimed = old._claim(job_id, 0)
+    assert not isinstance(claimed, str)
+    with transaction(harness.sessions) as session:  # the lease lapsed; another worker claimed
+        group = session.get(PageGroup, claimed.group_id)
+        assert group is not None
+        group.lease_owner = "other-worker/0000"
+    results = old._decode(job_id, claimed)
+    assert old._record(job_id, claimed, results) is False
+    assert _group(harness, job_id).status == "running"  # still the new owner's
+    keeper = LeaseKeeper(
+        harness.sessions, group_id=claimed.group_id, owner=claimed.lease_token, lease_seconds=5
+    )
+    assert keeper.renew() is False  # and the old owner cannot renew it either
+
+
+def test_every_claim_gets_its_own_token(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(5)
+    pipeline = harness.pipeline(ScriptedEngine())
+    first, second = pipeline._claim(job_id, 0), pipeline._claim(job_id, 1)
+    assert not isinstance(first, str) and not isinstance(second, str)
+    assert first.lease_token != second.lease_token
+    assert first.lease_token.startswith("test/")
+
+
+class DatabaseDownEngine(ScriptedEngine):
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        raise sqlalchemy.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+
+def test_a_transient_failure_gives_the_group_back_without_counting_an_attempt(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(2)
+    pipeline = harness.pipeline(DatabaseDownEngine())
+    with pytest.raises(sqlalchemy.exc.OperationalError):
+        pipeline.run(*harness.dispatcher.groups.popleft())
+    group = _group(harness, job_id)
+    assert (group.status, group.attempts, group.lease_owner) == ("pending", 0, None)
+    assert {p.status for p in harness.job(job_id).pages} == {"pending"}
+    harness.pipeline(ScriptedEngine()).run(job_id, 0)  # the retry claims it at once
+    assert harness.job(job_id).status == "succeeded"

@@ -1,0 +1,70 @@
+"""A submit refused after its upload leaves nothing: the job row goes in its own transaction,
+the objects with it, and what a failed cleanup still leaves is swept after the grace."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from ocr_api.core.db import utcnow
+from ocr_api.core.errors import ServiceUnavailable
+from ocr_api.core.models import Job
+from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
+from ocr_worker.orphans import sweep_orphan_objects
+from tests.worker.conftest import _pdf
+
+
+class BrokerDown:
+    def enqueue_group(self, **_: object) -> str | None:
+        raise ConnectionError("redis: connection refused")
+
+    def enqueue_webhook(self, **_: object) -> None:
+        raise ConnectionError("redis: connection refused")
+
+
+def _job_count(harness) -> int:  # type: ignore[no-untyped-def]
+    with harness.sessions() as session:
+        return session.scalar(select(func.count()).select_from(Job)) or 0
+
+
+def test_a_submit_refused_for_want_of_a_broker_leaves_no_row_and_no_object(harness) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ServiceUnavailable, match="nothing was kept"):
+        submit_job(
+            sessions=harness.sessions,
+            store=harness.store,
+            dispatcher=BrokerDown(),
+            settings=harness.settings,
+            tenant_id=harness.tenant_id,
+            files=[UploadedFile("d.pdf", _pdf(2))],
+            options=JobOptions(),
+        )
+    assert _job_count(harness) == 0
+    assert harness.store.keys_under("jobs/") == []
+
+
+def _age_file(harness, key: str, hours: float) -> None:  # type: ignore[no-untyped-def]
+    path = harness.store.root / key
+    past = time.time() - hours * 3600
+    os.utime(path, (past, past))
+
+
+def test_objects_without_a_job_are_swept_after_the_grace_and_jobs_keep_theirs(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(2)
+    kept = harness.store.keys_under(f"jobs/{job_id}/")
+    harness.store.put("jobs/no-such-job/input/000.pdf", b"%PDF-")
+    harness.store.put("jobs/no-such-job-yet/input/000.pdf", b"%PDF-")  # a submit in flight
+    harness.store.put("inbox/t/old.pdf", b"%PDF-")
+    for key in [*kept, "jobs/no-such-job/input/000.pdf", "inbox/t/old.pdf"]:
+        _age_file(harness, key, 48)
+    swept = sweep_orphan_objects(harness.sessions, harness.store, grace_hours=24)
+    assert sorted(swept) == ["inbox/t/old.pdf", "jobs/no-such-job/input/000.pdf"]
+    assert harness.store.keys_under(f"jobs/{job_id}/") == kept
+    assert harness.store.exists("jobs/no-such-job-yet/input/000.pdf")
+    later = sweep_orphan_objects(
+        harness.sessions, harness.store, grace_hours=24, now=utcnow() + timedelta(hours=25)
+    )
+    assert later == ["jobs/no-such-job-yet/input/000.pdf"]
