@@ -42,7 +42,7 @@ def test_a_two_column_page_reads_each_column_whole(engine: RapidOcrEngine) -> No
     expected = "\n".join(["Annual Report", *left, *right])
     assert character_error_rate(expected, result.text) < 0.05, result.text
     assert result.blocks[0].label == "title"
-    assert result.markdown.startswith("## Annual Report")
+    assert result.markdown.startswith("# Annual Report\n\n")  # 22pt over 12pt: a title
     x1, y1, x2, y2 = result.blocks[1].bbox  # boxes are in page pixels (150 dpi here)
     assert 100 < x1 < 150 and x2 < 600 and y1 < y2
 
