@@ -81,3 +81,15 @@ def test_text_that_merely_starts_like_markdown_syntax_is_escaped() -> None:
     boxes = _body(300, 3) + paragraph(200, 420, [sentence, "and nothing more than that."])
     md = _page(boxes).markdown
     assert "\n\n\\# of packages installed" in md and "\n# " not in md
+
+
+def test_a_running_head_set_larger_than_body_text_is_furniture_when_it_ends_in_a_number() -> None:
+    # Texinfo's heads measure taller than its body text; a chapter title at the top of a page
+    # does too, but it does not end in a page number boxed apart.
+    head = [Straight(200, 120, "Function and variable index", height=42)]
+    head += [Straight(1440, 124, "224", height=38)]
+    title = [Straight(200, 120, "Function and variable index", height=42)]
+    with_number = _page(head + _body(300)).blocks
+    without = _page(title + _body(300)).blocks
+    assert [b.label for b in with_number][:2] == ["header", "page_number"]
+    assert without[0].label == "title"
