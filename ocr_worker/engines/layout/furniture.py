@@ -21,6 +21,9 @@ from ocr_worker.engines.layout.lines import Line, group_lines, line_pitch
 FURNITURE_GAP = 1.8
 # A running head is set at body size or smaller; 10% over allows for the detector's padding.
 FURNITURE_MAX_HEIGHT = 1.1
+# A running head's words cover well under the page's width ("Chapter 5. Managing Packages" and
+# "32"); a footnote's line covers most of it.
+FURNITURE_INK = 0.6
 # A lone number needs only a break wider than the body's line pitch (a list's last "3" sits at
 # one pitch).
 LONE_NUMBER_GAP = 1.2
@@ -43,8 +46,12 @@ def split_furniture(boxes: Sequence[Placed], body_height: float) -> Furniture:
     if len(lines) < 4:  # too little body to tell a head from a short page's text
         return Furniture([], list(boxes), [])
     pitch = line_pitch(lines)
-    head = _is_furniture(lines[0], lines[1], pitch, body_height)
-    foot = _is_furniture(lines[-1], lines[-2], pitch, body_height)
+    width = max(line.x2 for line in lines) - min(line.x1 for line in lines)
+    head = _is_furniture(lines[0], lines[1], pitch, body_height) and _sparse(lines[0], width)
+    # The foot of a page also holds footnotes, a listing's last line or a closing remark after
+    # a break; a running foot carries the page number.
+    foot = _is_furniture(lines[-1], lines[-2], pitch, body_height) and _sparse(lines[-1], width)
+    foot = foot and any(PAGE_NUMBER.match(b.text.strip()) for b in lines[-1].boxes)
     body = lines[int(head) : len(lines) - int(foot)]
     return Furniture(
         _blocks(lines[0], "header") if head else [],
@@ -65,6 +72,12 @@ def _is_furniture(line: Line, neighbour: Line, pitch: float, body_height: float)
     ends = (line.boxes[0], line.boxes[-1])
     numbered = len(line.boxes) > 1 and any(PAGE_NUMBER.match(b.text.strip()) for b in ends)
     return numbered or line.height <= FURNITURE_MAX_HEIGHT * body_height
+
+
+def _sparse(line: Line, width: float) -> bool:
+    """A running head or foot is a title and a number at the margins: little ink across the
+    page. A one-line footnote below its rule runs across it, and stays body text."""
+    return sum(b.x2 - b.x1 for b in line.boxes) < FURNITURE_INK * width
 
 
 def _blocks(line: Line, label: str) -> list[LayoutBlock]:

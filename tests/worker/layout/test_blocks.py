@@ -93,3 +93,14 @@ def test_a_running_head_set_larger_than_body_text_is_furniture_when_it_ends_in_a
     without = _page(title + _body(300)).blocks
     assert [b.label for b in with_number][:2] == ["header", "page_number"]
     assert without[0].label == "title"
+
+
+def test_a_last_line_after_a_break_without_a_page_number_stays_in_the_body() -> None:
+    note = Straight(
+        200, 2000, "1 The C code is in files base.c and graphics.c of src/main" + "!" * 40
+    )
+    code = Straight(260, 2000, "function p = polynomial (a)")
+    for last in (note, code):
+        result = _page(_body(300) + [last])
+        assert result.blocks[-1].label not in ("footer", "page_number")
+        assert last.text in result.markdown
