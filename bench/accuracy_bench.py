@@ -11,6 +11,7 @@ See bench/accuracy/ for the document set, the scans and the scoring.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -56,8 +57,14 @@ def run(documents: tuple[SourceDocument, ...], variant: int) -> list[DocumentRes
     fetch(documents)
     settings = Settings()
     bare = BareRapidOcr()
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
-        return [evaluate(scan(doc, variant), settings, Path(tmp), bare) for doc in documents]
+        for doc in documents:
+            started = time.perf_counter()
+            results.append(evaluate(scan(doc, variant), settings, Path(tmp), bare))
+            elapsed = time.perf_counter() - started
+            print(f"{doc.doc_id}: {elapsed:.0f} s", file=sys.stderr, flush=True)
+    return results
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import pytest
 from bench.accuracy.corpus import CI_DOCUMENTS, STATE_DIR
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
 from bench.accuracy.scoring import bag_error
-from bench.accuracy_bench import table
+from bench.accuracy_bench import overall, table
 from ocr_api.core.settings import Settings
 
 pytestmark = pytest.mark.accuracy
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.accuracy
 # in bench/RESULTS.md ("Accuracy on real scanned documents").
 MARGIN_ABSOLUTE = 0.005  # half a point of CER
 MARGIN_RELATIVE = 0.05  # 5% of bare RapidOCR's CER
+OVERALL_RATIO = 0.8
 DOC_IDS = [doc.doc_id for doc in CI_DOCUMENTS]
 
 
@@ -74,6 +75,15 @@ def test_every_page_comes_back_in_order(results: dict[str, DocumentResult], doc_
     result = results[doc_id]
     assert result.pages_returned == result.pages_expected
     assert result.order_ok, f"{doc_id}: a page does not match its own ground truth best"
+
+
+def test_uocr_reads_at_most_0_8x_bare_rapidocr_overall(
+    results: dict[str, DocumentResult],
+) -> None:
+    """Issue 9's goal: over all documents, uocr's reading order and spacing remove at least a
+    fifth of the errors bare RapidOCR's own order leaves."""
+    cer_bare, cer_uocr = overall(list(results.values()))
+    assert cer_uocr <= OVERALL_RATIO * cer_bare, f"uocr {cer_uocr:.2%} vs bare {cer_bare:.2%}"
 
 
 def test_the_scans_are_readable(results: dict[str, DocumentResult]) -> None:
