@@ -87,3 +87,15 @@ def test_a_full_width_table_of_short_cells_is_no_set_of_columns() -> None:
         boxes += [Straight(x, 300 + 30 * n, cell) for x, cell in columns]
     lines = _read(boxes)
     assert lines[2:] == ["\t".join(cells) for cells in rows]
+
+
+def test_a_wide_table_of_many_columns_reads_row_by_row() -> None:
+    # Ten clear stripes: no page is set in that many columns, so none is tried as a gutter
+    # (trying every combination of them took seconds).
+    rows = [[f"r{r}c{c}" for c in range(11)] for r in range(8)]
+    boxes = [
+        Straight(200 + 125 * c, 300 + 30 * r, cell, width=80)
+        for r, row in enumerate(rows)
+        for c, cell in enumerate(row)
+    ]
+    assert _read(boxes) == ["\t".join(row) for row in rows]

@@ -37,6 +37,12 @@ COLUMN_FILL = 0.8
 LINE_FILL = 0.7
 
 
+# Pages are set in at most four columns, each of which may hold one stripe of its own (an
+# index's page numbers): a run cut by more stripes is a table, and is not searched for gutters.
+MAX_COLUMNS = 4
+MAX_STRIPES = 2 * MAX_COLUMNS - 1
+
+
 @dataclass(frozen=True)
 class Flow:
     """Lines read as one stream, in order: a column, or a stretch of the page read across."""
@@ -102,7 +108,9 @@ def _page_columns(boxes: list[Placed], cuts: list[float], unit: float) -> list[f
     columns of similar width holding the same number of the other stripes; a table's stripes
     leave unlike parts (a narrow label column beside a wide one). The most columns win."""
     best: list[float] = []
-    for size in range(1, len(cuts) + 1):
+    if len(cuts) > MAX_STRIPES:
+        return best
+    for size in range(1, min(len(cuts), MAX_COLUMNS - 1) + 1):
         for chosen in combinations(cuts, size):
             columns = _split(boxes, list(chosen))
             if _alike(columns, [c for c in cuts if c not in chosen], unit):
