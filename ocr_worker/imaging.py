@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
 
 import numpy as np
 import pymupdf
@@ -141,6 +144,7 @@ class ProcessRasterizer:
     its own object-store client and file cache."""
 
     def __init__(self, s3: S3Settings, *, dpi: int, max_side: int, processes: int) -> None:
+        _allow_children()
         self.pool = ProcessPoolExecutor(
             processes,
             mp_context=multiprocessing.get_context("spawn"),  # no CUDA or DB pools inherited
@@ -159,6 +163,22 @@ class ProcessRasterizer:
         return results
 
 
+def _allow_children() -> None:
+    """Celery's prefork children (billiard) are daemonic, and multiprocessing refuses a daemonic
+    process children; their auth key is billiard's, which multiprocessing's spawn cannot pass
+    on. Ours are safe to allow: each exits when its parent is gone (``_exit_with``)."""
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+    config["daemon"] = False
+    config["authkey"] = AuthenticationString(bytes(config["authkey"]))
+
+
+def _exit_with(parent_pid: int) -> None:
+    """A render process outlives nothing: a SIGKILLed or recycled worker takes it along."""
+    while os.getppid() == parent_pid:
+        time.sleep(1)
+    os._exit(0)
+
+
 class _Renderer:
     """The renderer of one pool process (set by the pool's initializer)."""
 
@@ -166,6 +186,8 @@ class _Renderer:
 
 
 def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
+    watch = threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True)
+    watch.start()
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)
 
 

@@ -7,6 +7,7 @@ A group whose worker died is taken over when its lease expires (see ``recover_st
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -65,6 +66,10 @@ class PageGroupPipeline:
     settings: Settings
     worker_id: str
     rasterizer: PageRasterizer = field(init=False)
+    # Claims whose release failed (the database was down): given back by the next task here,
+    # rather than held until their lease lapses. Token-fenced, so a late release is harmless.
+    _unreleased: list[ClaimedGroup] = field(init=False, default_factory=list)
+    _unreleased_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     render_pool: ProcessRasterizer | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -84,6 +89,7 @@ class PageGroupPipeline:
     def run(self, job_id: str, group_index: int) -> str:
         """Run one page group; returns what happened (for logs and tests)."""
         bound = log.bind(job_id=job_id, page_group=group_index)
+        self._release_unreleased()
         claimed = self._claim(job_id, group_index)
         if isinstance(claimed, str):
             bound.info("page_group.skipped", reason=claimed)
@@ -251,8 +257,16 @@ class PageGroupPipeline:
     def _release(self, claimed: ClaimedGroup) -> None:
         try:
             release_claim(self.sessions, group_id=claimed.group_id, owner=claimed.lease_token)
-        except Exception as error:  # the database is still down: the lease lapses instead
+        except Exception as error:  # the database is still down: the task's retry releases it
             log.warning("page_group.release_failed", error=str(error))
+            with self._unreleased_lock:
+                self._unreleased.append(claimed)
+
+    def _release_unreleased(self) -> None:
+        with self._unreleased_lock:
+            waiting, self._unreleased = self._unreleased, []
+        for claimed in waiting:
+            self._release(claimed)
 
     # -- advance -------------------------------------------------------------------------------
 

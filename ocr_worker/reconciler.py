@@ -11,7 +11,9 @@ last ``redispatch_after_seconds``, is dispatched again:
 - a group that should have been dispatched and never was (its predecessor finished, but the
   worker died before queuing it; a crash between a submit's insert and its dispatch),
 - a job whose groups are all settled but which never finished (the worker died before
-  assembling it): its last group is sent again, and that task only advances the job.
+  assembling it): its last group is sent again, and that task only advances the job;
+- a webhook delivery still pending long after its next try was due (its delayed message was
+  lost): sent again; receivers deduplicate on ``Uocr-Event-Id`` in any case.
 
 A message that turns out to exist after all is harmless: claiming is idempotent, so the second
 task finds the group leased or done and only advances the job. Groups that are running with a
@@ -24,13 +26,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core import job_lifecycle
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
-from ocr_api.core.models import Job, PageGroup
+from ocr_api.core.models import Job, PageGroup, WebhookAttempt, WebhookDelivery
 from ocr_worker.broker_queues import WaitingTasks
 
 log = structlog.get_logger(__name__)
@@ -46,6 +48,9 @@ class Reconciler:
     waiting: WaitingTasks
     redispatch_after_seconds: int
     parallel_groups: bool  # every group dispatched at submit, or each after its predecessor
+    # A pending delivery untried for this long lost its message (the longest backoff, plus
+    # a try's timeout and the grace).
+    webhook_quiet_seconds: float = 3600.0
 
     def run(self) -> list[str]:
         """One pass; returns '<job>:<group>' for each dispatch. The broker is read before
@@ -56,7 +61,28 @@ class Reconciler:
         dispatched: list[str] = []
         for job_id in job_ids:
             dispatched += self._reconcile_job(job_id, waiting)
-        return dispatched
+        return dispatched + self._redeliver_webhooks()
+
+    def _redeliver_webhooks(self) -> list[str]:
+        cutoff = utcnow() - timedelta(seconds=self.webhook_quiet_seconds)
+        last_try = (
+            select(func.max(WebhookAttempt.started_at))
+            .where(WebhookAttempt.delivery_id == WebhookDelivery.id)
+            .scalar_subquery()
+        )
+        with self.sessions() as session:
+            stale = list(
+                session.scalars(
+                    select(WebhookDelivery.id).where(
+                        WebhookDelivery.status == "pending",
+                        func.coalesce(last_try, WebhookDelivery.created_at) < cutoff,
+                    )
+                )
+            )
+        for delivery_id in stale:
+            self.dispatcher.enqueue_webhook(delivery_id=delivery_id)
+            log.warning("webhook.redispatched", delivery_id=delivery_id)
+        return [f"webhook:{delivery_id}" for delivery_id in stale]
 
     def _reconcile_job(self, job_id: str, waiting: set[str]) -> list[str]:
         cutoff = utcnow() - timedelta(seconds=self.redispatch_after_seconds)

@@ -109,6 +109,9 @@ def recover() -> list[str]:
         RedisWaitingTasks(settings.redis.url),
         redispatch_after_seconds=settings.worker.redispatch_after_seconds,
         parallel_groups=settings.page_groups_in_parallel,
+        webhook_quiet_seconds=settings.webhooks.backoff_max_seconds
+        + settings.webhooks.timeout_seconds
+        + settings.worker.redispatch_after_seconds,
     )
     return recover_stale_groups(runtime.sessions, runtime.dispatcher) + reconciler.run()
 

@@ -16,6 +16,16 @@ _MAGIC: list[tuple[bytes, str]] = [
     (b"II*\x00", "tiff"),
     (b"MM\x00*", "tiff"),
 ]
+# Containers that may carry "%PDF-" inside their first KB (a polyglot) but are not PDFs: MuPDF
+# would "repair" one into a blank page that then "succeeds" with no text.
+_NOT_PDF: list[tuple[bytes, str]] = [
+    (b"PK\x03\x04", "a ZIP archive (or an Office/ODF file)"),
+    (b"PK\x05\x06", "a ZIP archive"),
+    (b"\x1f\x8b", "a gzip file"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!", "a RAR archive"),
+    (b"\xd0\xcf\x11\xe0", "an OLE (old Office) file"),
+]
 CONTENT_TYPES = {
     "pdf": "application/pdf",
     "png": "image/png",
@@ -36,6 +46,11 @@ def sniff_kind(name: str, data: bytes) -> str:
     if not data:
         raise InvalidDocument(f"{name}: the file is empty")
     head = data[:1024]
+    for magic, what in _NOT_PDF:
+        if head.startswith(magic):
+            raise UnsupportedMediaType(
+                f"{name}: unsupported file type: {what}, not a PDF; send a PDF, PNG, JPEG or TIFF"
+            )
     for magic, kind in _MAGIC:
         if head.startswith(magic) or (kind == "pdf" and magic in head):
             return kind

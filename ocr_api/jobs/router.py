@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -17,6 +16,13 @@ from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound
 from ocr_api.deps import AppState, StateDep, TenantDep
 from ocr_api.jobs import listing, presenters, service
+from ocr_api.jobs.input_limits import (
+    check_metadata,
+    check_name,
+    check_text,
+    parse_metadata,
+    read_limited,
+)
 from ocr_api.jobs.schemas import (
     JobAccepted,
     JobCreateFromObject,
@@ -61,14 +67,21 @@ async def submit(
     tenant: TenantDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> JobAccepted:
-    limit = state.settings.max_upload_bytes
+    settings = state.settings
+    is_json = request.headers.get("content-type", "").startswith("application/json")
+    # Counted as it streams: a chunked body declares no length. A JSON body carries only
+    # options and metadata; a multipart one the document (plus room for its envelope).
+    limit = (
+        settings.max_metadata_bytes + 16 * 1024
+        if is_json
+        else settings.max_upload_bytes + 64 * 1024
+    )
     declared = int(request.headers.get("content-length") or 0)
-    if declared > limit + 64 * 1024:  # room for the multipart envelope
-        raise PayloadTooLarge(f"upload of {declared} bytes exceeds the {limit}-byte limit")
-    if request.headers.get("content-type", "").startswith("application/json"):
+    request._body = await read_limited(request.stream(), limit=limit, declared=declared)
+    if is_json:
         files, options = await _from_json(request, state, tenant.id)
     else:
-        files, options = await _from_form(request, limit)
+        files, options = await _from_form(request, state)
     submitted = await run_in_threadpool(
         lambda: service.submit_job(
             sessions=state.sessions,
@@ -92,10 +105,17 @@ async def submit(
 async def _from_json(
     request: Request, state: AppState, tenant_id: str
 ) -> tuple[list[service.UploadedFile], service.JobOptions]:
+    settings = state.settings
     try:
         body = JobCreateFromObject.model_validate_json(await request.body())
     except ValidationError as error:
         raise InvalidRequest(f"invalid JSON body: {error.errors()[0]['msg']}") from None
+    check_name(body.object_key, what="object key")
+    metadata = check_metadata(
+        body.metadata,
+        max_bytes=settings.max_metadata_bytes,
+        max_depth=settings.max_metadata_depth,
+    )
     upload = await run_in_threadpool(
         lambda: service.load_object_input(
             store=state.store,
@@ -104,13 +124,19 @@ async def _from_json(
             max_bytes=state.settings.max_upload_bytes,
         )
     )
-    options = service.JobOptions(body.pages, body.webhook_url, body.priority, body.metadata)
+    options = service.JobOptions(
+        check_text(body.pages, what="pages"),
+        check_text(body.webhook_url, what="webhook_url"),
+        body.priority,
+        metadata,
+    )
     return [upload], options
 
 
 async def _from_form(
-    request: Request, limit: int
+    request: Request, state: AppState
 ) -> tuple[list[service.UploadedFile], service.JobOptions]:
+    settings, limit = state.settings, state.settings.max_upload_bytes
     form = await request.form(max_files=1000, max_fields=20)
     files: list[service.UploadedFile] = []
     total = 0
@@ -121,26 +147,26 @@ async def _from_form(
         total += len(data)
         if total > limit:
             raise PayloadTooLarge(f"upload exceeds the {limit}-byte limit")
-        files.append(service.UploadedFile(item.filename or f"file{len(files)}", data))
+        name = check_name(item.filename or f"file{len(files)}")
+        files.append(service.UploadedFile(name, data))
     if not files:
         raise InvalidRequest("no document: send it as the multipart field 'file'")
-    try:
-        metadata = json.loads(str(form.get("metadata") or "{}"))
-    except json.JSONDecodeError:
-        raise InvalidRequest("metadata must be a JSON object") from None
-    if not isinstance(metadata, dict):
-        raise InvalidRequest("metadata must be a JSON object")
+    metadata = parse_metadata(
+        str(form.get("metadata") or "{}"),
+        max_bytes=settings.max_metadata_bytes,
+        max_depth=settings.max_metadata_depth,
+    )
     options = service.JobOptions(
-        pages=_text(form.get("pages")),
-        webhook_url=_text(form.get("webhook_url")),
-        priority=_text(form.get("priority")) or "backlog",
+        pages=_text(form.get("pages"), "pages"),
+        webhook_url=_text(form.get("webhook_url"), "webhook_url"),
+        priority=_text(form.get("priority"), "priority") or "backlog",
         metadata=metadata,
     )
     return files, options
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _text(value: object, what: str) -> str | None:
+    return check_text(value, what=what) if isinstance(value, str) and value else None
 
 
 @router.get("", response_model=JobList)

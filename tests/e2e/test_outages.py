@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
+from celery import Celery
 from sqlalchemy import func, select
 
 from ocr_api.core.celery_app import make_celery
@@ -75,8 +77,15 @@ def _ocr_worker(env: dict[str, str], logs: Path) -> Process:
         env, logs, name=OCR_WORKER, queues="ocr.interactive,ocr.backlog", beat=False
     ).start()
     app = make_celery(load_settings())
-    wait_until(lambda: app.control.ping(destination=[OCR_WORKER], timeout=0.5), 60, what="worker")
+    wait_until(lambda: _answers(app), 60, what="the OCR worker to answer a ping")
     return worker
+
+
+def _answers(app: Celery) -> bool:
+    try:
+        return bool(app.control.ping(destination=[OCR_WORKER], timeout=0.5))
+    except (redis.RedisError, OSError):  # a pooled connection from before a Redis restart
+        return False
 
 
 @pytest.fixture(scope="module")

@@ -64,3 +64,25 @@ def test_a_transient_failure_gives_the_group_back_without_counting_an_attempt(ha
     assert {p.status for p in harness.job(job_id).pages} == {"pending"}
     harness.pipeline(ScriptedEngine()).run(job_id, 0)  # the retry claims it at once
     assert harness.job(job_id).status == "succeeded"
+
+
+def test_a_claim_that_could_not_be_given_back_is_given_back_by_the_next_task(
+    harness, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import ocr_worker.pipeline as pipeline_module
+
+    job_id = harness.submit(2)
+    pipeline = harness.pipeline(DatabaseDownEngine())
+    real_release = pipeline_module.release_claim
+
+    def database_still_down(*_: object, **__: object) -> bool:
+        raise sqlalchemy.exc.OperationalError("UPDATE", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(pipeline_module, "release_claim", database_still_down)
+    with pytest.raises(sqlalchemy.exc.OperationalError):
+        pipeline.run(*harness.dispatcher.groups.popleft())
+    assert _group(harness, job_id).status == "running"  # still leased: release failed
+    monkeypatch.setattr(pipeline_module, "release_claim", real_release)
+    pipeline.engine = ScriptedEngine()
+    assert pipeline.run(job_id, 0) == "ran"  # the retry gives it back, then claims it at once
+    assert harness.job(job_id).status == "succeeded"

@@ -124,3 +124,30 @@ def test_parallel_groups_lost_together_are_all_dispatched_again(harness) -> None
     assert dispatched == [f"{job_id}:{n}" for n in range(3)]
     harness.drain(ScriptedEngine())
     assert harness.job(job_id).pages_done == 7
+
+
+def test_a_pending_webhook_whose_message_was_lost_is_sent_again(harness) -> None:  # type: ignore[no-untyped-def]
+    from ocr_api.core.models import WebhookDelivery
+
+    job_id = harness.submit(2)
+    sent: list[str] = []
+    harness.dispatcher.enqueue_webhook = lambda *, delivery_id, countdown=0: sent.append(
+        delivery_id
+    )
+    with transaction(harness.sessions) as session:
+        session.add(
+            WebhookDelivery(
+                id="d1",
+                job_id=job_id,
+                event_type="job.succeeded",
+                url="http://example.com/h",
+                body="{}",
+                created_at=utcnow() - timedelta(hours=2),
+            )
+        )
+        session.add(
+            WebhookDelivery(id="d2", job_id=job_id, event_type="job.succeeded", url="u", body="{}")
+        )
+    reconciler = _reconciler(harness, FakeWaiting())
+    assert "webhook:d1" in reconciler.run()
+    assert sent == ["d1"]  # d2 was created just now: its message is still due

@@ -1,0 +1,37 @@
+"""Rasterising: max_render_side always holds, and a damaged file's pages are flagged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymupdf
+import pytest
+
+from ocr_api.core.storage import LocalObjectStore
+from ocr_worker.imaging import (
+    REPAIRED_WARNING,
+    PageRasterizer,
+    PageRenderError,
+    render_matrix,
+)
+from tests.factories import sample_pages, scanned_pdf
+
+
+def test_max_render_side_holds_for_a_page_of_20000_points() -> None:
+    matrix = render_matrix(pymupdf.Rect(0, 0, 20_000, 20_000), dpi=200, max_side=4000)
+    assert round(20_000 * matrix.a) == 4000  # was 36 dpi at least: 10,000 px
+    small = render_matrix(pymupdf.Rect(0, 0, 612, 792), dpi=200, max_side=4000)
+    assert small.a == pytest.approx(200 / 72)
+
+
+def test_a_truncated_pdf_renders_flagged_and_its_lost_pages_fail(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = LocalObjectStore(tmp_path)
+    whole = scanned_pdf(sample_pages(4, lines=2))
+    store.put("cut.pdf", whole[: int(len(whole) * 0.6)])
+    rasterizer = PageRasterizer(store, dpi=50, max_side=4000)
+    first = rasterizer.render_page("cut.pdf", 0)
+    assert first.warnings == (REPAIRED_WARNING,)
+    assert int(np.asarray(first.pixels).min()) < 255
+    with pytest.raises(PageRenderError, match="damaged"):
+        rasterizer.render_page("cut.pdf", 3)
+    store.put("whole.pdf", whole)
+    assert rasterizer.render_page("whole.pdf", 3).warnings == ()
