@@ -28,6 +28,9 @@ PARAGRAPH_GAP = 1.4
 # A first-line indent or a nested item starts at least an em in; a ragged left edge from the
 # detector's padding moves a few pixels, far less than one line height.
 INDENT = 0.8
+# A first-line indent is an em or two (LaTeX's \parindent, two ideographs in Chinese): about
+# one or two line heights; four is generous, and a centred caption is further in.
+MAX_FIRST_INDENT = 4.0
 # A listing keeps one blank line inside it (between functions) and stays one block.
 CODE_GAP = 2.6
 # Twenty characters hold enough ascenders and descenders for a box's height to measure the type.
@@ -94,8 +97,10 @@ def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
         return line.x1 > group[0].x1 - INDENT * flow.unit
     block_indented = all(_indented(x, flow) for x in group)
     if block_indented and line.x1 < min(x.x1 for x in group) - INDENT * flow.unit:
-        # After a first-line indent; else an indented block (code, a quote) ends.
-        return len(group) == 1 and not code_line(group[0].text)
+        # After a first-line indent; else an indented block (code, a quote) or a centred line
+        # (a caption) ends.
+        first_indent = group[0].x1 - line.x1 <= MAX_FIRST_INDENT * flow.unit
+        return len(group) == 1 and first_indent and not code_line(group[0].text)
     if line.x1 - previous.x1 > INDENT * flow.unit:  # a new paragraph, unless code nests
         return looks_like_code([x.text for x in group], indented=True) and code_line(line.text)
     return True
