@@ -16,6 +16,9 @@ CODE_LINE = re.compile(
     r"[{};]\s*$|^[{}]|\w\(|\)\s*[{;]|<-|==|!=|:=|\+=|\s=\s|\w=\S|\$\w|\w\[|^\\\w+[\[{]"
     r"|^(#|//|/\*|%)|^(function|def|if|for|while|return|else|end\w*)\b"
 )
+LINE_NUMBER = re.compile(r"^\d{1,4}\s*(?=\S)")
+# Two TeX commands in a line ("\newcount\CJKpunct@cnta"); one may be named in a sentence.
+TEX_COMMAND = re.compile(r"\\[A-Za-z@]{2,}")
 # Eight plain words make a sentence; a line of code holds a few (a call, a short comment).
 SENTENCE_WORDS = 8
 PROMPT = re.compile(r"^(\$|>|>>>|#)\s\S")
@@ -29,7 +32,8 @@ def code_line(text: str) -> bool:
         return False
     if sum(word.isalpha() for word in text.split()) >= SENTENCE_WORDS:
         return False
-    return bool(CODE_LINE.search(text))
+    text = LINE_NUMBER.sub("", text)  # a numbered listing: "12\def\foo{" is the code "\def\foo{"
+    return bool(CODE_LINE.search(text)) or len(TEX_COMMAND.findall(text)) >= 2
 
 
 def looks_like_code(texts: list[str], *, indented: bool) -> bool:
