@@ -41,8 +41,8 @@ def _block(block: LayoutBlock) -> str:
         return _table(block.rows)
     if block.label == "list":
         item = _flow([line.text for line in block.lines])
-        return "- " + _escape(_LIST_BULLET.sub("", item)) if _LIST_BULLET.match(item) else item
-    return _escape(_flow([line.text for line in block.lines]))
+        return "- " + escape_text(_LIST_BULLET.sub("", item)) if _LIST_BULLET.match(item) else item
+    return escape_text(_flow([line.text for line in block.lines]))
 
 
 def _flow(lines: list[str]) -> str:
@@ -56,8 +56,16 @@ def _flow(lines: list[str]) -> str:
     return out
 
 
-def _escape(text: str) -> str:
-    return _LOOKS_LIKE_SYNTAX.sub(lambda m: "\\" + m.group(0), text)
+def escape_text(text: str) -> str:
+    """A backslash before the mark ("\\# ", "\\> "); an ordered-list number keeps its digits and
+    has its dot escaped ("2024\\. was"), since a backslash before a digit is a literal one."""
+    match = _LOOKS_LIKE_SYNTAX.match(text)
+    if match is None:
+        return text
+    mark = match.group(0)
+    if mark[0].isdigit():
+        return mark[:-1] + "\\" + mark[-1] + text[len(mark) :]
+    return "\\" + text
 
 
 def _code(block: LayoutBlock) -> str:
