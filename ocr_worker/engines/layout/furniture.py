@@ -1,9 +1,9 @@
 """Page furniture: running heads, running feet and page numbers, kept apart from the body.
 
 A running head or foot is the first or last line of the page, set off from the body by a wider
-gap than any the body has between its lines, and no larger than body text (a chapter title at the
-top of a page is larger). A page number is a number alone in such a line ("32", "xii", "- 7 -",
-"Page 3 of 9"). Read as body text they land mid-sentence when a paragraph runs across pages.
+gap than any the body has between its lines, and carrying the page number ("32", "xii", "- 7 -",
+"Page 3 of 9") alone or at one end of a line of little ink ("Chapter 5. Managing Packages  32").
+Read as body text they land mid-sentence when a paragraph runs across pages.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from ocr_worker.engines.layout.lines import Line, group_lines, line_pitch
 # Body lines follow one another at one pitch and paragraph or section breaks add up to about one
 # more; LaTeX's \headsep and \footskip put a running head or foot two to three pitches away.
 FURNITURE_GAP = 1.8
-# A running head is set at body size or smaller; 10% over allows for the detector's padding.
-FURNITURE_MAX_HEIGHT = 1.1
 # A running head's words cover well under the page's width ("Chapter 5. Managing Packages" and
 # "32"); a footnote's line covers most of it.
 FURNITURE_INK = 0.6
@@ -41,17 +39,14 @@ class Furniture:
     foot: list[LayoutBlock]
 
 
-def split_furniture(boxes: Sequence[Placed], body_height: float) -> Furniture:
+def split_furniture(boxes: Sequence[Placed]) -> Furniture:
     lines = group_lines(boxes)
     if len(lines) < 4:  # too little body to tell a head from a short page's text
         return Furniture([], list(boxes), [])
     pitch = line_pitch(lines)
     width = max(line.x2 for line in lines) - min(line.x1 for line in lines)
-    head = _is_furniture(lines[0], lines[1], pitch, body_height) and _sparse(lines[0], width)
-    # The foot of a page also holds footnotes, a listing's last line or a closing remark after
-    # a break; a running foot carries the page number.
-    foot = _is_furniture(lines[-1], lines[-2], pitch, body_height) and _sparse(lines[-1], width)
-    foot = foot and any(PAGE_NUMBER.match(b.text.strip()) for b in lines[-1].boxes)
+    head = _is_furniture(lines[0], lines[1], pitch, width)
+    foot = _is_furniture(lines[-1], lines[-2], pitch, width)
     body = lines[int(head) : len(lines) - int(foot)]
     return Furniture(
         _blocks(lines[0], "header") if head else [],
@@ -60,24 +55,23 @@ def split_furniture(boxes: Sequence[Placed], body_height: float) -> Furniture:
     )
 
 
-def _is_furniture(line: Line, neighbour: Line, pitch: float, body_height: float) -> bool:
+def _is_furniture(line: Line, neighbour: Line, pitch: float, width: float) -> bool:
+    """Set off from the body and carrying the page number: alone, or at an end of a sparse line.
+
+    Without the number a line at the top could as well be a section heading with space under
+    it, and one at the foot a footnote or a listing's last line: both stay body text."""
     gap = abs(neighbour.cy - line.cy)
-    if all(PAGE_NUMBER.match(box.text.strip()) for box in line.boxes):
-        # A number alone: no heading looks like that, whatever its size; any break will do.
-        return gap >= LONE_NUMBER_GAP * pitch
-    if gap < FURNITURE_GAP * pitch:
-        return False
-    # A title at the top of a page is larger than body text, but it does not end in a number
-    # boxed apart from it, as "Chapter 5. Managing Packages    32" does.
+    if all(_number(box) for box in line.boxes):
+        return gap >= LONE_NUMBER_GAP * pitch  # no heading looks like that, whatever its size
     ends = (line.boxes[0], line.boxes[-1])
-    numbered = len(line.boxes) > 1 and any(PAGE_NUMBER.match(b.text.strip()) for b in ends)
-    return numbered or line.height <= FURNITURE_MAX_HEIGHT * body_height
+    inked = sum(b.x2 - b.x1 for b in line.boxes)
+    return (
+        gap >= FURNITURE_GAP * pitch and any(map(_number, ends)) and inked < FURNITURE_INK * width
+    )
 
 
-def _sparse(line: Line, width: float) -> bool:
-    """A running head or foot is a title and a number at the margins: little ink across the
-    page. A one-line footnote below its rule runs across it, and stays body text."""
-    return sum(b.x2 - b.x1 for b in line.boxes) < FURNITURE_INK * width
+def _number(box: Placed) -> bool:
+    return bool(PAGE_NUMBER.match(box.text.strip()))
 
 
 def _blocks(line: Line, label: str) -> list[LayoutBlock]:

@@ -24,7 +24,10 @@ TITLE_RATIO = 1.55
 SHORT_LINE = 0.8
 # Headings do not end a sentence or lead into one.
 SENTENCE_END = ".,;:\u3002\uff0c\uff1b\uff1a"
-SECTION_NUMBER = re.compile(r"^(\d{1,2}(\.\d{1,2})+|[A-Z]\.\d{1,2}(\.\d{1,2})*)\.?\s*[A-Z]\w")
+# "3.2.1 if": lower case after a space ("3.2.1if" is a number run into a word).
+SECTION_NUMBER = re.compile(
+    r"^(\d{1,2}(\.\d{1,2})+|[A-Z]\.\d{1,2}(\.\d{1,2})*)\.?(\s*[A-Z]\w|\s+[a-z])"
+)
 
 
 def heading_level(texts: list[str], *, size: float, spaced: bool, reach: float) -> int | None:

@@ -23,7 +23,7 @@ def layout_page(boxes: Sequence[TextBox], *, width: float, height: float) -> lis
         return []
     placed = upright(kept, width, height)
     body_height = _body_height(placed)
-    page = split_furniture(placed, body_height)
+    page = split_furniture(placed)
     unit = median(b.height for b in page.body) if page.body else body_height
     blocks = list(page.head)
     for flow in reading_order(page.body):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from ocr_worker.engines.layout.blocks import LayoutBlock
-from ocr_worker.engines.layout.code import code_line, looks_like_code
+from ocr_worker.engines.layout.code import PROMPT, code_line, looks_like_code
 from ocr_worker.engines.layout.headings import (
     HEADING_RATIO,
     LARGE_RATIO,
@@ -91,6 +91,8 @@ def _continues(group: list[Line], line: Line, flow: _Flow) -> bool:
         return False
     if _resized(previous, line):
         return False  # a heading and its text
+    if PROMPT.match(group[0].text) and abs(line.x1 - group[0].x1) <= INDENT * flow.unit:
+        return True  # a transcript: prompts, continuations ("+ x + 5") and output alike
     if LIST_ITEM.match(line.text) or (len(group) == 1 and numbered([group[0].text])):
         return False
     if LIST_ITEM.match(group[0].text):  # an item's wrapped lines hang under its text

@@ -22,7 +22,7 @@ _CJK_THEN_LATIN = re.compile(rf"(?<=[{_CJK}])(?=[{_LATIN}])")
 _LATIN_THEN_CJK = re.compile(rf"(?<=[{_LATIN}])(?=[{_CJK}])")
 # "2.5Uninstallation", "6Computing on the language": the recognizer ran a heading's section
 # number into its first word. A number glued to a capitalised word is never one token.
-_GLUED_SECTION = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)(?=[A-Z][a-z]{3,})")
+_GLUED_SECTION = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)(?=[A-Z][a-z]{2,})")
 
 
 def is_cjk(char: str) -> bool:

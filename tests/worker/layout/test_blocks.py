@@ -104,3 +104,13 @@ def test_a_last_line_after_a_break_without_a_page_number_stays_in_the_body() -> 
         result = _page(_body(300) + [last])
         assert result.blocks[-1].label not in ("footer", "page_number")
         assert last.text in result.markdown
+
+
+def test_an_r_transcript_with_continuation_prompts_is_one_code_block() -> None:
+    transcript = ["> { x <- 0", "+ x + 5", "+ }", "[1] 5"]
+    boxes = _body(300, 3) + [Straight(300, 420 + 30 * n, t) for n, t in enumerate(transcript)]
+    md = _page(boxes).markdown
+    assert md.endswith("\n\n```\n" + "\n".join(transcript) + "\n```")
+    assert (
+        "3.2.1 if" in _page([Straight(200, 250, "3.2.1 if")] + _body(330)).markdown.split("\n")[0]
+    )
