@@ -70,11 +70,18 @@ def escape_text(text: str) -> str:
 
 def _code(block: LayoutBlock) -> str:
     """Fenced, each line indented by its offset from the block's left edge in characters."""
-    left = min(line.x1 for line in block.lines)
+    # The listing's own margin: where two or more of its lines start (a margin note or a label
+    # further left must not indent every line).
+    edges = sorted(line.x1 for line in block.lines)
+    shared = [
+        a for a, b in zip(edges, edges[1:], strict=False) if b - a < block.lines[0].height / 2
+    ]
+    left = shared[0] if shared else edges[0]
     widths = [(line.x2 - line.x1) / len(line.text) for line in block.lines if len(line.text) >= 8]
     char = sorted(widths)[len(widths) // 2] if widths else 0.0
     body = [
-        " " * (round((line.x1 - left) / char) if char else 0) + line.text for line in block.lines
+        " " * (max(0, round((line.x1 - left) / char)) if char else 0) + line.text
+        for line in block.lines
     ]
     fence = "~~~" if any("```" in line for line in body) else "```"
     return "\n".join([fence, *body, fence])

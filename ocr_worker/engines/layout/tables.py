@@ -37,7 +37,9 @@ def find_tables(lines: Sequence[Line], unit: float) -> list[TableSpan]:
         cuts = gutters(lines[start:end], stripes(lines[start:end], left, right, unit))
         if cuts:
             first = _first_row(lines, start, end, cuts)
-            if not _is_list(lines[first:end], cuts[0]):
+            if not _is_list(lines[first:end], cuts[0]) and not _is_listing(
+                lines[first:end], cuts[0]
+            ):
                 spans.append(TableSpan(first, end, cuts))
             start = end
         else:
@@ -74,6 +76,14 @@ def _first_row(lines: Sequence[Line], start: int, end: int, cuts: list[float]) -
     while start < end - 1 and all(box.cx < cuts[0] for box in lines[start].boxes):
         start += 1
     return start
+
+
+def _is_listing(lines: Sequence[Line], cut: float) -> bool:
+    """Line numbers left of the first stripe, counting up: a numbered program listing, whose
+    indentation leaves clear stripes, not a table."""
+    firsts = [" ".join(b.text for b in line.boxes if b.cx < cut).strip() for line in lines]
+    numbers = [int(text) for text in firsts if text.isdigit()]
+    return len(numbers) == len(firsts) and numbers == sorted(numbers)
 
 
 def _is_list(lines: Sequence[Line], cut: float) -> bool:

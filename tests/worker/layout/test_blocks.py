@@ -114,3 +114,14 @@ def test_an_r_transcript_with_continuation_prompts_is_one_code_block() -> None:
     assert (
         "3.2.1 if" in _page([Straight(200, 250, "3.2.1 if")] + _body(330)).markdown.split("\n")[0]
     )
+
+
+def test_a_numbered_listing_is_code_not_a_table_of_line_numbers() -> None:
+    # The recognizer boxes each line number apart from its indented code: clear stripes.
+    code = ["\\cs_new:Npn \\foo:w", "{", "\\bool_if:NTF \\l_tmpa_bool", "{ \\bar: }", "}"]
+    boxes = _body(300, 3)
+    for n, line in enumerate(code):
+        boxes += [Straight(200, 420 + 30 * n, str(1070 + n)), Straight(300, 420 + 30 * n, line)]
+    result = _page(boxes)
+    assert [b.label for b in result.blocks] == ["text", "code"]
+    assert "\n\n```\n1070 \\cs_new:Npn \\foo:w\n1071 {\n" in result.markdown
