@@ -99,3 +99,27 @@ def test_a_wide_table_of_many_columns_reads_row_by_row() -> None:
         for c, cell in enumerate(row)
     ]
     assert _read(boxes) == ["\t".join(row) for row in rows]
+
+
+def test_two_words_run_together_across_a_narrow_gutter_do_not_break_the_columns() -> None:
+    # The recognizer read a left line's page number and the right column's heading as one box
+    # ("94v3.2.9"); the columns still read whole, that box going where its centre lies.
+    left = _prose("L", 12, chars=38)
+    right = _prose("R", 12, chars=38)
+    boxes = paragraph(200, 300, left, indent=0) + paragraph(860, 300, right, indent=0)
+    boxes = [b for b in boxes if b.text not in (left[6], right[6])]
+    boxes += [Straight(200, 480, left[6][:30]), Straight(760, 480, "94v3.2.9", width=150)]
+    boxes += [Straight(1000, 480, right[6][10:])]
+    lines = _read(boxes)
+    assert lines[:6] == left[:6] and lines[-5:] == right[-5:]
+    assert lines.index(left[11]) < lines.index(right[0])
+
+
+def test_a_full_width_heading_between_column_sets_still_parts_them() -> None:
+    top_left, top_right = _prose("a", 4, chars=38), _prose("b", 4, chars=38)
+    low_left, low_right = _prose("c", 4, chars=38), _prose("d", 4, chars=38)
+    boxes = paragraph(200, 300, top_left, indent=0) + paragraph(860, 300, top_right, indent=0)
+    boxes.append(Straight(200, 440, "Section 2 Installing the packages", width=1200))
+    boxes += paragraph(200, 500, low_left, indent=0) + paragraph(860, 500, low_right, indent=0)
+    expected = [*top_left, *top_right, "Section 2 Installing the packages", *low_left, *low_right]
+    assert _read(boxes) == expected

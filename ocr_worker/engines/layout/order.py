@@ -20,7 +20,7 @@ from statistics import median
 
 from ocr_worker.engines.layout.boxes import Placed
 from ocr_worker.engines.layout.lines import Line, group_lines
-from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end, stripes
+from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end
 
 # Page columns are set to one width. Ragged short lines (an index) still fill most of their
 # column; a table's columns are sized by their content (a label column is a fraction of its
@@ -84,8 +84,8 @@ def _column_run(lines: list[Line], unit: float) -> _Run | None:
     left, right = min(line.x1 for line in lines), max(line.x2 for line in lines)
     start = 0
     while start <= len(lines) - MIN_COLUMN_LINES:
-        end = run_end(lines, start, left, right, unit)
-        cuts = gutters(lines[start:end], stripes(lines[start:end], left, right, unit))
+        end, clear = run_end(lines, start, left, right, unit)
+        cuts = gutters(lines[start:end], clear)
         run = _boxes(lines[start:end])
         columns = _page_columns(run, cuts, unit) if _fills(run, left, right) else []
         if columns:

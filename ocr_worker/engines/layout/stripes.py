@@ -21,31 +21,62 @@ INK_PADDING = 0.15
 # Three lines on each side: two side-by-side boxes, or a two-line caption, are not columns; the
 # same stripe repeated on three lines on both sides is no accident.
 MIN_COLUMN_LINES = 3
+# How far a box may reach into the columns on either side of a gutter and still be taken for
+# two words run together across it: under three line heights, about six characters.
+BRIDGE_REACH = 3.0
+
+Stripe = tuple[float, float]  # x1, x2 of a vertical stripe
 
 
-def run_end(lines: list[Line], start: int, left: float, right: float, unit: float) -> int:
-    """How far a stripe starting at ``start`` keeps clear. Until one has text on both sides,
-    any stripe will do (the first line of a column set may be a left column's heading); from
-    then on, one with text on both sides must survive, so a run ends where full-width text
-    crosses its gutter even if the ragged right margin stays clear."""
+def run_end(
+    lines: list[Line], start: int, left: float, right: float, unit: float
+) -> tuple[int, list[Stripe]]:
+    """How far a stripe starting at ``start`` keeps clear, and the stripes left clear there.
+
+    Until one has text on both sides, any stripe will do (the first line of a column set may be
+    a left column's heading); from then on, one with text on both sides must survive, so a run
+    ends where full-width text crosses its gutter even if the ragged right margin stays clear.
+    A line whose only crossing is a short box bridging the gutter does not end it."""
     clear = narrow([(left, right)], lines[start], unit)
     first, last = _centres(lines[start])
     end = start + 1
     while end < len(lines):
-        after = narrow(clear, lines[end], unit)
+        after: list[Stripe] | None = narrow(clear, lines[end], unit)
         lo, hi = _centres(lines[end])
         lo, hi = min(lo, first), max(hi, last)
-        if _interior(clear, first, last) and not _interior(after, lo, hi) or not after:
+        if _interior(clear, first, last) and not _interior(after or [], lo, hi):
+            after = _bridged(clear, lines[end], unit, (lo, hi))
+        if not after:
             break
         clear, first, last, end = after, lo, hi, end + 1
-    return end
+    return end, clear
+
+
+def _bridged(
+    clear: list[Stripe], line: Line, unit: float, centres: tuple[float, float]
+) -> list[Stripe] | None:
+    """The stripes as if the line's short crossing boxes were not there, or None.
+
+    The recognizer runs two words together across a narrow gutter ("94" + "v3.2.9" read as one
+    box); such a box reaches under BRIDGE_REACH line heights into each side, and its line has
+    other boxes. A heading or a line of text across the columns reaches much further."""
+    crossing = [b for b in line.boxes if any(b.x1 < a and b.x2 > z for a, z in clear)]
+    short = all(
+        any(b.x1 >= a - BRIDGE_REACH * unit and b.x2 <= z + BRIDGE_REACH * unit for a, z in clear)
+        for b in crossing
+    )
+    rest = [b for b in line.boxes if b not in crossing]
+    if not crossing or not short or not rest:
+        return None
+    after = narrow(clear, Line(rest), unit)
+    return after if _interior(after, *centres) else None
 
 
 def _centres(line: Line) -> tuple[float, float]:
     return min(b.cx for b in line.boxes), max(b.cx for b in line.boxes)
 
 
-def _interior(clear: list[tuple[float, float]], first: float, last: float) -> bool:
+def _interior(clear: list[Stripe], first: float, last: float) -> bool:
     """Some stripe has a box centre on either side (the leftmost and rightmost centres)."""
     return any(first < a and last > z for a, z in clear)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ocr_worker.engines.layout.blocks import LayoutBlock
 from ocr_worker.engines.layout.lines import Line
 from ocr_worker.engines.layout.spacing import join, tidy
-from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end, stripes
+from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end
 
 # A bullet or an item number the detector boxed apart from its item: a list, not a table column.
 LIST_MARKER = re.compile(r"^([\u2022\u00b7\u25aa\u25e6\u2013*+-]|\(?\d{1,3}[.)]|\(?[a-z][.)])$")
@@ -33,8 +33,8 @@ def find_tables(lines: Sequence[Line], unit: float) -> list[TableSpan]:
     left, right = min(line.x1 for line in lines), max(line.x2 for line in lines)
     spans, start = [], 0
     while start <= len(lines) - MIN_COLUMN_LINES:
-        end = run_end(list(lines), start, left, right, unit)
-        cuts = gutters(lines[start:end], stripes(lines[start:end], left, right, unit))
+        end, clear = run_end(list(lines), start, left, right, unit)
+        cuts = gutters(lines[start:end], clear)
         if cuts:
             first = _first_row(lines, start, end, cuts)
             if not _is_list(lines[first:end], cuts[0]) and not _is_listing(
