@@ -99,7 +99,8 @@ def processor_inputs(
         "tile_size": tile_size,
     }
     (workdir / "spec.json").write_text(json.dumps(spec))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(TORCHVISION_DIR)])}
+    paths = [str(REPO), str(TORCHVISION_DIR), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     done = subprocess.run(
         [
             sys.executable,
@@ -183,8 +184,11 @@ def _import_torchvision() -> None:
 # -- the two sides -------------------------------------------------------------------------------
 
 
-def reference_tokens(model: Any, inputs: dict[str, Any], steps: int, pages: int) -> list[int]:
-    """transformers' generate: greedy, the official n-gram ban, EOS suppressed for ``steps``."""
+def reference_tokens(
+    model: Any, inputs: dict[str, Any], steps: int, pages: int, *, with_logits: bool = False
+) -> Any:
+    """transformers' generate: greedy, the official n-gram ban, EOS suppressed for ``steps``;
+    with ``with_logits``, also its raw logits at every step."""
     device = next(model.parameters()).device
     moved = {
         key: value.to(device, model.dtype)
@@ -201,13 +205,18 @@ def reference_tokens(model: Any, inputs: dict[str, Any], steps: int, pages: int)
         min_new_tokens=steps,
         no_repeat_ngram_size=35,
         pad_token_id=PAD,
+        output_logits=with_logits,
+        return_dict_in_generate=True,
     )
     # Read by UnlimitedOcrGenerationMixin from the config: transformers 5.24 refuses it as a
     # keyword of generate (its docs' example passes it so, and raises).
     config.no_repeat_ngram_window_size = 1024 if pages > 1 else 128
     with torch.no_grad():
         output = model.generate(**moved, generation_config=config)
-    return output[0, inputs["input_ids"].shape[1] :].tolist()
+    tokens = output.sequences[0, inputs["input_ids"].shape[1] :].tolist()
+    if with_logits:
+        return tokens, [step[0].float() for step in output.logits]
+    return tokens
 
 
 def engine_request(engine: Any, pages: list[np.ndarray], steps: int) -> Any:
