@@ -21,19 +21,21 @@ from ocr_api.core.settings import Settings
 
 pytestmark = pytest.mark.accuracy
 
-# How much worse than bare RapidOCR a document may read before it counts as worse. Both readers
-# get identical pixels from a deterministic recognizer, so run-to-run noise is nil; what is left
-# is order that is legitimately ambiguous (a margin note beside its paragraph, a page number
-# beside a running head), which moves a few characters. MARGIN_* bounds it; see the measurements
-# in bench/RESULTS.md ("Accuracy on real scanned documents").
-MARGIN_ABSOLUTE = 0.005  # half a point of CER
-MARGIN_RELATIVE = 0.05  # 5% of bare RapidOCR's CER
+# How much worse than bare RapidOCR a document may read before it counts as worse: half a point
+# of CER. Both readers get identical pixels and recognise them identically (uocr's engine and
+# bare RapidOCR returned the same lines on every page), so the run-to-run noise of the
+# difference is nil. Over three scans of each CI page (bench --variant 0/1/2) the difference
+# uocr - bare on the documents where both read alike moved by at most 0.31 point (octave-oop:
+# 0, 0, -0.31), so 0.5 point is above the scan-to-scan noise; and it is below what one line out
+# of place costs on the largest CI document (r-admin, ~8,400 characters: ~140 edits, 1.7
+# points), so a real order regression still fails. Figures: bench/RESULTS.md.
+MARGIN = 0.005
 OVERALL_RATIO = 0.8
 DOC_IDS = [doc.doc_id for doc in CI_DOCUMENTS]
 
 
 def allowed_cer(cer_bare: float) -> float:
-    return cer_bare * (1 + MARGIN_RELATIVE) + MARGIN_ABSOLUTE
+    return cer_bare + MARGIN
 
 
 @pytest.fixture(scope="module")
