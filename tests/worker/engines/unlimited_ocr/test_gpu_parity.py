@@ -61,10 +61,12 @@ def build_model(device: torch.device, *, live: bool = True, **reduced: Any) -> A
     with random bf16 weights: embeddings at std 1 and a near-uniform router (realistic MoE
     load, ENGINE_NOTES), live vision weights (tiny_model._make_vision_live).
 
-    ``live``: the decoder's other weights at fan-in scale. At std 0.02 (the benchmarks' init)
-    attention averages ~2,000 prefix rows into a vector ~1% of the residual stream (the token's
-    own embedding, std 1): output barely depends on the pages, so a wrong page would agree.
-    Fan-in weights (queries and keys x 2: sharper attention) make the pages matter."""
+    ``live``: the decoder's other weights at fan-in scale (queries and keys x 2: sharper
+    attention). At std 0.02 (the benchmarks' init) the tiny model ignores its prefix altogether;
+    at full width the pages still change the first token (2-layer rehearsal), but attention
+    spreads over ~2,000 rows into a small share of a residual stream led by the token's own
+    embedding (std 1), so under teacher forcing a wrong page would mostly agree. With fan-in
+    weights the pages weigh more, and the control test measures it."""
     from transformers.models.unlimited_ocr import (
         UnlimitedOcrConfig,
         UnlimitedOcrForConditionalGeneration,
