@@ -48,9 +48,10 @@ def build_model(tiny: bool, device: torch.device, dtype: torch.dtype):  # type: 
         )
     else:
         config = UnlimitedOcrConfig()  # the defaults are the official v1
-    with torch.device("meta"):
-        model = UnlimitedOcrForConditionalGeneration(config)
-    model = model.to_empty(device=device).to(dtype)  # type: ignore[arg-type]
+    # Built on the device, not on "meta": buffers (RoPE frequencies, CLIP positions) are
+    # computed, not left as whatever memory to_empty found.
+    with torch.device(device):
+        model = UnlimitedOcrForConditionalGeneration._from_config(config, dtype=dtype)
     generator = torch.Generator(device=device).manual_seed(0)
     with torch.no_grad():
         for name, param in model.named_parameters():

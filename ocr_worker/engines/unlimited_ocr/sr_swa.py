@@ -108,17 +108,17 @@ class BlockSelector:
     def _candidates(
         self, sequence: Sequence
     ) -> tuple[list[WorkspaceBlocks], list[WorkspaceBlocks]]:
-        """(always read, candidates): one WorkspaceBlocks per block, with its valid row count;
-        the candidates page-gated to the page whose section is being written."""
+        """(always read, candidates): one WorkspaceBlocks per block, with its valid row count.
+        The page gate narrows the candidates to the page whose section is being written only
+        when the budget cannot cover them all: a budget that covers every block is R-SWA."""
         always = [s for s in sequence.segments if s.kind in ALWAYS_READ]
         others = [s for s in sequence.segments if s.kind not in ALWAYS_READ]
+        candidates = [block for s in others for block in _split(s.blocks, self.block_size)]
         pages = [s for s in others if s.kind == "page"]
-        if self.settings.page_gate and pages:
-            others = [pages[min(sequence.guard.current_page, len(pages) - 1)]]
-        return (
-            [block for s in always for block in _split(s.blocks, self.block_size)],
-            [block for s in others for block in _split(s.blocks, self.block_size)],
-        )
+        if self.settings.page_gate and pages and len(candidates) > self.settings.max_blocks:
+            page = pages[min(sequence.guard.current_page, len(pages) - 1)]
+            candidates = _split(page.blocks, self.block_size)
+        return [block for s in always for block in _split(s.blocks, self.block_size)], candidates
 
     def _best(
         self, runner: ModelRunner, layer: int, q: torch.Tensor, blocks: list[WorkspaceBlocks]

@@ -32,9 +32,10 @@ def model():  # type: ignore[no-untyped-def]
     config = UnlimitedOcrConfig(
         vision_config=TINY_VISION, text_config={"num_hidden_layers": 2, "vocab_size": 4096}
     )
-    with torch.device("meta"):
-        model = UnlimitedOcrForConditionalGeneration(config)
-    model = model.to_empty(device=DEVICE).to(torch.bfloat16)  # type: ignore[arg-type]
+    # Built on the device, not on "meta": buffers (RoPE frequencies, CLIP positions) are
+    # computed, not left as whatever memory to_empty found.
+    with torch.device(DEVICE):
+        model = UnlimitedOcrForConditionalGeneration._from_config(config, dtype=torch.bfloat16)
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     with torch.no_grad():
         for name, param in model.named_parameters():

@@ -10,7 +10,8 @@ for several pages, 128 for one). Our side is the engine's own path from the same
 R-SWA ring, n-gram guard). EOS is suppressed on both sides (``min_new_tokens``, ``ignore_eos``)
 so the lengths match, and page framing and budgets are switched off on ours: they are our
 additions, not the model's. 48 steps wrap the tiny model's 8-slot ring six times. The tiny
-checkpoint's decoder is made live first (``make_decoder_live``): as written it ignores its prefix.
+checkpoint's vision and decoder weights are live (tiny_model.py), so every page and prompt gives
+its own tokens (checked first).
 
 The image processor needs torchvision, whose registry wheels are CUDA builds: it runs in a child
 process with ``.ci-state/torchvision`` on its path (see ``_import_torchvision``), so nothing of it
@@ -267,32 +268,7 @@ def merged_embeds(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
 
-    return make_decoder_live(write_tiny_checkpoint(tmp_path_factory.mktemp("tiny-parity")))
-
-
-def make_decoder_live(path: Path) -> Path:
-    """The tiny checkpoint's decoder at std-0.02 weights is prefix-blind: its residual stream
-    is the last token's embedding (std 1), so greedy output is the same for any page and either
-    prompt and no image-path bug could show. Fan-in scaled attention, MLP and head weights make
-    every page and prompt give its own tokens (test_the_vision_path_is_live). Rewritten in the
-    official key naming, with the official config.json kept."""
-    from transformers.models.unlimited_ocr import UnlimitedOcrForConditionalGeneration
-
-    from ocr_worker.engines.unlimited_ocr.checkpoint import read_config
-
-    official = (path / "config.json").read_text()
-    model = UnlimitedOcrForConditionalGeneration.from_pretrained(
-        str(path), config=read_config(path), dtype=torch.float32
-    )
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            decoder = "language_model.layers" in name or name.startswith("lm_head")
-            if decoder and param.dim() >= 2 and "mlp.gate." not in name:  # routers kept
-                param.normal_(0, param.shape[-1] ** -0.5)  # (..., out, in): fan-in
-    model.save_pretrained(path)
-    (path / "config.json").write_text(official)
-    return path
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny-parity"))
 
 
 @pytest.fixture(scope="module")

@@ -100,6 +100,17 @@ def _make_vision_live(model) -> None:  # type: ignore[no-untyped-def]
     projector.normal_(0, 2 * projector.shape[1] ** -0.5)  # image rows as large as word embeddings
 
 
+def _make_decoder_live(model) -> None:  # type: ignore[no-untyped-def]
+    """At transformers' std-0.02 init the decoder is prefix-blind: its residual stream is the
+    last token's embedding (std 1), so greedy output is the same for any page and either prompt.
+    Fan-in scaled attention, MLP and head weights make every page and prompt give its own
+    tokens (test_transformers_parity checks it); the routers keep their near-uniform init."""
+    for name, param in model.named_parameters():
+        decoder = "language_model.layers" in name or name.startswith("lm_head")
+        if decoder and param.dim() >= 2 and "mlp.gate." not in name:
+            param.normal_(0, param.shape[-1] ** -0.5)  # (..., out, in): fan-in
+
+
 def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
     from transformers.models.unlimited_ocr import (
         UnlimitedOcrConfig,
@@ -119,6 +130,7 @@ def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
             if hasattr(layer.mlp, "gate"):
                 layer.mlp.gate.weight.normal_(0, 0.2)
         _make_vision_live(model)
+        _make_decoder_live(model)
     model.save_pretrained(path)  # official key naming (the loader's renames, reversed)
     official = {
         "model_type": "unlimited-ocr",
