@@ -23,12 +23,12 @@ pytestmark = pytest.mark.accuracy
 
 # How much worse than bare RapidOCR a document may read before it counts as worse: half a point
 # of CER. Both readers get identical pixels and recognise them identically (uocr's engine and
-# bare RapidOCR returned the same lines on every page), so the run-to-run noise of the
-# difference is nil. Over three scans of each CI page (bench --variant 0/1/2) the difference
-# uocr - bare on the single-column documents moved by at most 0.41 point (cjkpunct: -1.37,
-# -1.37, -1.78), so 0.5 point is above the scan-to-scan noise; and it is below what one line out
-# of place costs on the largest CI document (r-admin, ~8,400 characters: ~140 edits, 1.7
-# points), so a real order regression still fails. Figures: bench/RESULTS.md.
+# bare RapidOCR returned the same lines and boxes on every page checked), so the run-to-run
+# noise of the difference is nil. Over three scans of each CI page (bench --variant 0/1/2) the
+# difference uocr - bare on the single-column documents moved by at most 0.41 point (cjkpunct:
+# -1.37, -1.37, -1.78), so 0.5 point is above the scan-to-scan noise; and it is below what one
+# line out of place typically costs on the largest CI document (r-admin, ~8,400 characters: a
+# median 140 edits, 1.7 points), so a real order regression still fails. See bench/RESULTS.md.
 MARGIN = 0.005
 OVERALL_RATIO = 0.8
 DOC_IDS = [doc.doc_id for doc in CI_DOCUMENTS]
