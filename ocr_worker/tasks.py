@@ -129,7 +129,10 @@ def sweep_orphans() -> int:
     runtime = _Process.get()
     return len(
         sweep_orphan_objects(
-            runtime.sessions, runtime.store, grace_hours=settings.orphan_grace_hours
+            runtime.sessions,
+            runtime.store,
+            grace_hours=settings.orphan_grace_hours,
+            inbox_retention_hours=settings.inbox_retention_hours,
         )
     )
 

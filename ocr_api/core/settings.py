@@ -141,9 +141,12 @@ class Settings(BaseSettings):
     # Documents and results are deleted this long after their job ends (0: kept for ever);
     # the job's record stays, saying when and why.
     result_retention_days: float = Field(30, ge=0)
-    # Objects under inbox/ and jobs/<id>/ that no job row owns (a submit refused after its
-    # upload, a cleanup that failed) are deleted once they are this old.
+    # Objects under jobs/<id>/ that no job row owns (a submit refused after its upload, a
+    # cleanup that failed) are deleted once they are this old.
     orphan_grace_hours: float = Field(24, gt=0)
+    # inbox/ is the tenants' own staging area (a backlog may wait there for days before it is
+    # submitted): kept unless this is set, then objects older than it are deleted.
+    inbox_retention_hours: float | None = Field(None, gt=0)
     # A job's metadata is echoed in every status poll and webhook: bounded in size and depth.
     max_metadata_bytes: int = Field(16 * 1024, ge=2)
     max_metadata_depth: int = Field(8, ge=1)

@@ -61,10 +61,15 @@ def test_objects_without_a_job_are_swept_after_the_grace_and_jobs_keep_theirs(ha
     for key in [*kept, "jobs/no-such-job/input/000.pdf", "inbox/t/old.pdf"]:
         _age_file(harness, key, 48)
     swept = sweep_orphan_objects(harness.sessions, harness.store, grace_hours=24)
-    assert sorted(swept) == ["inbox/t/old.pdf", "jobs/no-such-job/input/000.pdf"]
+    assert swept == ["jobs/no-such-job/input/000.pdf"]  # a staged inbox upload is the tenant's
+    assert harness.store.exists("inbox/t/old.pdf")
     assert harness.store.keys_under(f"jobs/{job_id}/") == kept
     assert harness.store.exists("jobs/no-such-job-yet/input/000.pdf")
     later = sweep_orphan_objects(
         harness.sessions, harness.store, grace_hours=24, now=utcnow() + timedelta(hours=25)
     )
     assert later == ["jobs/no-such-job-yet/input/000.pdf"]
+    expired = sweep_orphan_objects(
+        harness.sessions, harness.store, grace_hours=24, inbox_retention_hours=36
+    )
+    assert expired == ["inbox/t/old.pdf"]  # an operator's retention for the staging area
