@@ -134,12 +134,11 @@ def main() -> None:
     engine_args = argparse.Namespace(
         workspace_gb=4.0 if not args.tiny else 0.01,
         block_size=32,
-        sr_swa_blocks=12,
         no_cuda_graphs=False,
         concurrency=args.documents,
         group_size=8,
     )
-    engine = Engine(model, engine_args, device, dtype)
+    engine = Engine(model, engine_args, device, dtype, 0)  # R-SWA, the default rule
     ours = soak_ours(engine, args, device)
     hf = soak_generate(model, args, device, dtype)
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"

@@ -16,8 +16,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = ROOT / ".ci-state" / "accuracy"  # gitignored: PDFs are fetched, never committed
-HELD_OUT = ("debian-reference", "developers-reference", "gnuplot", "asymptote", "R-intro",
-            "pari", "lshort")
+HELD_OUT = (
+    "debian-reference",
+    "developers-reference",
+    "gnuplot",
+    "asymptote",
+    "R-intro",
+    "pari",
+    "lshort",
+)
 
 
 @dataclass(frozen=True)
@@ -41,43 +48,113 @@ TEXLIVE_DOC = "usr/share/doc/texlive-doc"
 
 # The CI set: English prose, code, tables, two-column pages and Chinese, 20 pages in all.
 CI_DOCUMENTS = (
-    SourceDocument("r-admin", "r-doc-pdf", f"{R_MANUALS}/R-admin.pdf", (7, 8, 13),
-                   "English prose, headings, shell commands"),
-    SourceDocument("r-lang", "r-doc-pdf", f"{R_MANUALS}/R-lang.pdf", (15, 16, 17),
-                   "prose, R code, a two-column operator table"),
-    SourceDocument("r-exts-index", "r-doc-pdf", f"{R_MANUALS}/R-exts.pdf", (229, 230),
-                   "a two-column index with dot leaders"),
-    SourceDocument("r-data", "r-doc-pdf", f"{R_MANUALS}/R-data.pdf", (16, 17, 26),
-                   "printed data tables, code"),
-    SourceDocument("octave-oop", "octave-doc", "usr/share/doc/octave/octave.pdf",
-                   (914, 915, 916), "a three-column operator table, code, prose"),
-    SourceDocument("xecjk", "texlive-lang-cjk", f"{TEXLIVE_DOC}/xelatex/xecjk/xeCJK.pdf",
-                   (1, 8, 165), "Chinese prose with Latin words, code, a two-column history"),
-    SourceDocument("cjkpunct", "texlive-lang-cjk", f"{TEXLIVE_DOC}/latex/cjkpunct/CJKpunct.pdf",
-                   (0, 1, 2), "Chinese prose, a two-column table, numbered code"),
+    SourceDocument(
+        "r-admin",
+        "r-doc-pdf",
+        f"{R_MANUALS}/R-admin.pdf",
+        (7, 8, 13),
+        "English prose, headings, shell commands",
+    ),
+    SourceDocument(
+        "r-lang",
+        "r-doc-pdf",
+        f"{R_MANUALS}/R-lang.pdf",
+        (15, 16, 17),
+        "prose, R code, a two-column operator table",
+    ),
+    SourceDocument(
+        "r-exts-index",
+        "r-doc-pdf",
+        f"{R_MANUALS}/R-exts.pdf",
+        (229, 230),
+        "a two-column index with dot leaders",
+    ),
+    SourceDocument(
+        "r-data", "r-doc-pdf", f"{R_MANUALS}/R-data.pdf", (16, 17, 26), "printed data tables, code"
+    ),
+    SourceDocument(
+        "octave-oop",
+        "octave-doc",
+        "usr/share/doc/octave/octave.pdf",
+        (914, 915, 916),
+        "a three-column operator table, code, prose",
+    ),
+    SourceDocument(
+        "xecjk",
+        "texlive-lang-cjk",
+        f"{TEXLIVE_DOC}/xelatex/xecjk/xeCJK.pdf",
+        (1, 8, 165),
+        "Chinese prose with Latin words, code, a two-column history",
+    ),
+    SourceDocument(
+        "cjkpunct",
+        "texlive-lang-cjk",
+        f"{TEXLIVE_DOC}/latex/cjkpunct/CJKpunct.pdf",
+        (0, 1, 2),
+        "Chinese prose, a two-column table, numbered code",
+    ),
 )
 
 # More pages of other (or the same) non-held-out documents, only for the detection cache, so
 # that tuning the reading order does not fit the CI pages alone.
 EXTRA_DOCUMENTS = (
-    SourceDocument("r-admin-extra", "r-doc-pdf", f"{R_MANUALS}/R-admin.pdf", (20, 30),
-                   "English prose", in_ci=False),
-    SourceDocument("r-ints", "r-doc-pdf", f"{R_MANUALS}/R-ints.pdf", (10, 20, 40),
-                   "prose, C code", in_ci=False),
-    SourceDocument("r-faq", "r-doc-pdf", f"{R_MANUALS}/R-FAQ.pdf", (10, 20),
-                   "prose, lists", in_ci=False),
-    SourceDocument("r-exts", "r-doc-pdf", f"{R_MANUALS}/R-exts.pdf", (20, 60, 100),
-                   "prose, code", in_ci=False),
-    SourceDocument("r-lang-extra", "r-doc-pdf", f"{R_MANUALS}/R-lang.pdf", (30, 40, 66),
-                   "prose, code, index", in_ci=False),
-    SourceDocument("octave-extra", "octave-doc", "usr/share/doc/octave/octave.pdf",
-                   (50, 200, 1150), "prose, code, index", in_ci=False),
-    SourceDocument("liboctave", "octave-doc", "usr/share/doc/octave/liboctave.pdf", (10, 20),
-                   "prose, C++ code", in_ci=False),
-    SourceDocument("xecjk-extra", "texlive-lang-cjk", f"{TEXLIVE_DOC}/xelatex/xecjk/xeCJK.pdf",
-                   (3, 5, 9, 12, 40, 168), "Chinese prose, code, code index", in_ci=False),
-    SourceDocument("cjkpunct-extra", "texlive-lang-cjk",
-                   f"{TEXLIVE_DOC}/latex/cjkpunct/CJKpunct.pdf", (5,), "code", in_ci=False),
+    SourceDocument(
+        "r-admin-extra",
+        "r-doc-pdf",
+        f"{R_MANUALS}/R-admin.pdf",
+        (20, 30),
+        "English prose",
+        in_ci=False,
+    ),
+    SourceDocument(
+        "r-ints", "r-doc-pdf", f"{R_MANUALS}/R-ints.pdf", (10, 20, 40), "prose, C code", in_ci=False
+    ),
+    SourceDocument(
+        "r-faq", "r-doc-pdf", f"{R_MANUALS}/R-FAQ.pdf", (10, 20), "prose, lists", in_ci=False
+    ),
+    SourceDocument(
+        "r-exts", "r-doc-pdf", f"{R_MANUALS}/R-exts.pdf", (20, 60, 100), "prose, code", in_ci=False
+    ),
+    SourceDocument(
+        "r-lang-extra",
+        "r-doc-pdf",
+        f"{R_MANUALS}/R-lang.pdf",
+        (30, 40, 66),
+        "prose, code, index",
+        in_ci=False,
+    ),
+    SourceDocument(
+        "octave-extra",
+        "octave-doc",
+        "usr/share/doc/octave/octave.pdf",
+        (50, 200, 1150),
+        "prose, code, index",
+        in_ci=False,
+    ),
+    SourceDocument(
+        "liboctave",
+        "octave-doc",
+        "usr/share/doc/octave/liboctave.pdf",
+        (10, 20),
+        "prose, C++ code",
+        in_ci=False,
+    ),
+    SourceDocument(
+        "xecjk-extra",
+        "texlive-lang-cjk",
+        f"{TEXLIVE_DOC}/xelatex/xecjk/xeCJK.pdf",
+        (3, 5, 9, 12, 40, 168),
+        "Chinese prose, code, code index",
+        in_ci=False,
+    ),
+    SourceDocument(
+        "cjkpunct-extra",
+        "texlive-lang-cjk",
+        f"{TEXLIVE_DOC}/latex/cjkpunct/CJKpunct.pdf",
+        (5,),
+        "code",
+        in_ci=False,
+    ),
 )
 
 
