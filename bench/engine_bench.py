@@ -119,6 +119,18 @@ def baseline(model, pages: int, batch: int, new_tokens: int, full: bool, device,
     }
 
 
+def free_running_guard(pages: int) -> PageGuard:
+    """A guard that never steps in: forced output lengths, no budgets, no n-gram bans."""
+    return PageGuard(
+        num_pages=pages,
+        eos_id=1,
+        marker_ids=(),
+        page_budget=10**9,
+        token_text=lambda _: "",
+        ngram_size=0,
+    )
+
+
 def kv_bytes(text) -> int:  # type: ignore[no-untyped-def]
     return text.num_hidden_layers * 2 * text.num_key_value_heads * text.head_dim * 2
 
@@ -188,14 +200,7 @@ class Engine:
                 )
             )
             size = group.last_position - group.first_position + 1
-            guard = PageGuard(
-                num_pages=size,
-                eos_id=1,
-                marker_ids=(),
-                page_budget=10**9,
-                token_text=lambda _: "",
-                ngram_size=0,
-            )
+            guard = free_running_guard(size)
             last = group.group_index == len(groups) - 1
             request = DecodeRequest(
                 f"{name}:{group.group_index}",
@@ -250,14 +255,7 @@ class Engine:
                 )
                 for p in range(pages)
             ]
-            guard = PageGuard(
-                num_pages=pages,
-                eos_id=1,
-                marker_ids=(),
-                page_budget=10**9,
-                token_text=lambda _: "",
-                ngram_size=0,
-            )
+            guard = free_running_guard(pages)
             self.scheduler.submit(
                 DecodeRequest(f"s{i}", [], new, guard, 10 * steps + 20, ignore_eos=True)
             )
