@@ -128,9 +128,15 @@ def run_job(dep: Deployment, pdf: bytes, fault: Callable[[Deployment], None] | N
             wait_until(lambda: _status(client, job_id)["status"] == "running", 300, what="run")
             fault_at = time.monotonic()
             fault(dep)
-        while (job := _status(client, job_id))["status"] not in ("succeeded", "failed"):
-            time.sleep(0.5)
-        done = time.monotonic()
+        return _wait_for_end(client, job_id, submitted, fault_at)
+
+
+def _wait_for_end(client, job_id: str, submitted: float, fault_at: float | None) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """Poll until the job ends; its times from submit and from the fault, and whether every
+    page succeeded exactly once."""
+    while (job := _status(client, job_id))["status"] not in ("succeeded", "failed"):
+        time.sleep(0.5)
+    done = time.monotonic()
     pages = [p["page"] for p in job["pages"] if p["status"] == "succeeded"]
     return {
         "total_s": round(done - submitted, 1),
@@ -173,16 +179,7 @@ def dead_before_claim(dep: Deployment, pdf: bytes) -> dict:  # type: ignore[type
         taker.send_signal(signal.SIGKILL)
         fault_at = time.monotonic()
         dep.start_ocr_worker()
-        while (job := _status(client, job_id))["status"] not in ("succeeded", "failed"):
-            time.sleep(0.5)
-        done = time.monotonic()
-    pages = [p["page"] for p in job["pages"] if p["status"] == "succeeded"]
-    return {
-        "total_s": round(done - submitted, 1),
-        "fault_to_done_s": round(done - fault_at, 1),
-        "status": job["status"],
-        "pages_once": pages == list(range(1, len(job["pages"]) + 1)),
-    }
+        return _wait_for_end(client, job_id, submitted, fault_at)
 
 
 def main() -> None:

@@ -82,13 +82,14 @@ def release_claim(sessions: sessionmaker[Session], *, group_id: int, owner: str)
         )
         if group is None or group.status != "running":
             return False
-        group.status, group.lease_owner, group.lease_expires_at = "pending", None, None
         group.attempts = max(0, group.attempts - 1)
-        reset_running_pages(session, group)
+        return_to_pending(session, group)
         return True
 
 
-def reset_running_pages(session: Session, group: PageGroup) -> None:
+def return_to_pending(session: Session, group: PageGroup) -> None:
+    """The group and its running pages back to pending, no longer leased: claimable again."""
+    group.status, group.lease_owner, group.lease_expires_at = "pending", None, None
     pages = session.scalars(
         select(Page).where(
             Page.job_id == group.job_id,

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.models import Job, PageGroup
-from ocr_worker.lease import reset_running_pages
+from ocr_worker.lease import return_to_pending
 
 log = structlog.get_logger(__name__)
 
@@ -29,8 +29,7 @@ def recover_stale_groups(sessions: sessionmaker[Session], dispatcher: Dispatcher
         for group in stale:
             job = session.get(Job, group.job_id)
             assert job is not None
-            reset_running_pages(session, group)
-            group.status, group.lease_owner, group.lease_expires_at = "pending", None, None
+            return_to_pending(session, group)
             queue_group(dispatcher, group, priority=job.priority)
             recovered.append(f"{group.job_id}:{group.group_index}")
             log.warning("page_group.recovered", job_id=group.job_id, page_group=group.group_index)
