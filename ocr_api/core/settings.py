@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     environment: Literal["development", "production"] = "development"
     # Where clients reach the API; status and result URLs in webhooks start with it.
     public_base_url: str = "http://localhost:8100"
+    # Browser origins allowed to call the API (CORS), e.g. ["https://archive.example.org"];
+    # none by default: a browser page on another origin cannot read the API's answers.
+    cors_allow_origins: tuple[str, ...] = ()
     # Documents and results are deleted this long after their job ends (0: kept for ever);
     # the job's record stays, saying when and why.
     result_retention_days: float = Field(30, ge=0)
