@@ -39,6 +39,13 @@ class NotFinished(DomainError):
     status_code = 409
 
 
+class Conflict(DomainError):
+    """The request contradicts the resource's state: cancel a finished job, reuse an
+    Idempotency-Key with another document."""
+
+    status_code = 409
+
+
 class QueueFull(DomainError):
     status_code = 429
 

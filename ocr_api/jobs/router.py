@@ -193,14 +193,31 @@ def get_status(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
         return presenters.public(job, state.settings)
 
 
-@router.delete("/{job_id}", response_model=JobPublic, status_code=202)
+@router.post("/{job_id}/cancel", response_model=JobPublic, status_code=202)
 def cancel(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
+    """Stop the job: a queued one at once, a running one after its current page group."""
     service.cancel_job(
         state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
     )
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
         return presenters.public(job, state.settings)
+
+
+@router.delete("/{job_id}", status_code=204)
+def delete(job_id: str, state: StateDep, tenant: TenantDep) -> Response:
+    """Cancel if needed, delete the document and every result; the record stays as a
+    tombstone, and later reads answer 410."""
+    service.delete_job(
+        sessions=state.sessions,
+        store=state.store,
+        dispatcher=state.dispatcher,
+        settings=state.settings,
+        tenant_id=tenant.id,
+        job_id=job_id,
+        deleted_by=tenant.name,
+    )
+    return Response(status_code=204)
 
 
 @router.get("/{job_id}/result", response_model=None)
