@@ -1,30 +1,39 @@
-"""The HTTP API: create_app() wires routers, shared clients and the one error translation."""
+"""The HTTP API: create_app() wires routers, shared clients, the middleware and the one error
+translation (every error is a problem details body)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import structlog
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from ocr_api.core.errors import (
-    DEPENDENCY_RETRY_AFTER_SECONDS,
-    DomainError,
-    QueueFull,
-    ServiceUnavailable,
-)
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import Settings, get_settings
-from ocr_api.core.transient import TRANSIENT_ERRORS
 from ocr_api.deps import AppState
 from ocr_api.health.router import router as health_router
+from ocr_api.jobs.results_router import router as results_router
 from ocr_api.jobs.router import router as jobs_router
 from ocr_api.metrics import ServiceCollector
+from ocr_api.web.docs import install_docs
+from ocr_api.web.methods import MethodsMiddleware
+from ocr_api.web.openapi import install_openapi
+from ocr_api.web.problems import install_problem_handlers
+from ocr_api.web.request_id import HEADER as REQUEST_ID_HEADER
+from ocr_api.web.request_id import RequestIdMiddleware
 
-log = structlog.get_logger(__name__)
+# Headers a browser client on an allowed origin may read from an answer.
+_EXPOSED_HEADERS = [
+    REQUEST_ID_HEADER,
+    "Location",
+    "ETag",
+    "Retry-After",
+    "Idempotent-Replayed",
+    "Content-Disposition",
+]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -45,37 +54,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
         description="Batch OCR for long documents: submit, poll, get a webhook.",
+        docs_url=None,
+        redoc_url=None,
     )
     app.include_router(jobs_router)
+    app.include_router(results_router)
     app.include_router(health_router)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics(request: Request) -> Response:
         return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.exception_handler(DomainError)
-    async def domain_error(_: Request, error: DomainError) -> JSONResponse:
-        headers = {}
-        if isinstance(error, QueueFull | ServiceUnavailable):
-            headers["Retry-After"] = str(error.retry_after_seconds)
-        if error.status_code == 401:
-            headers["WWW-Authenticate"] = "Bearer"
-        return JSONResponse(
-            {"detail": error.message}, status_code=error.status_code, headers=headers
+    install_docs(app)
+    install_openapi(app)
+    install_problem_handlers(app)
+    # Outermost last: CORS answers preflights before anything else; every other answer, even
+    # an OPTIONS one, carries the request id.
+    app.add_middleware(MethodsMiddleware, starlette_app=app)
+    app.add_middleware(RequestIdMiddleware)
+    if settings.cors_allow_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_allow_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", REQUEST_ID_HEADER],
+            expose_headers=_EXPOSED_HEADERS,
+            max_age=600,
         )
-
-    for transient in TRANSIENT_ERRORS:
-        app.add_exception_handler(transient, _dependency_down)
     return app
-
-
-async def _dependency_down(_: Request, error: Exception) -> JSONResponse:
-    """Postgres or the broker is down: 503 with Retry-After, answered like any other response,
-    so the client's keep-alive connection stays usable; the pool's pre-ping replaces the broken
-    connections on the next request, so the API recovers without a restart."""
-    log.warning("dependency.unavailable", error_type=type(error).__name__, error=str(error)[:200])
-    return JSONResponse(
-        {"detail": "a service dependency (database or task queue) is unavailable; retry later"},
-        status_code=503,
-        headers={"Retry-After": str(DEPENDENCY_RETRY_AFTER_SECONDS)},
-    )

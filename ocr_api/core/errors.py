@@ -1,10 +1,16 @@
-"""Domain errors. Services raise these; the HTTP layer maps them to statuses in one place."""
+"""Domain errors. Services raise these; the HTTP layer maps them to statuses in one place.
+
+Each kind has a stable ``slug`` (the problem type a client can switch on) and a ``title``; the
+message is the ``detail`` of that one occurrence.
+"""
 
 from __future__ import annotations
 
 
 class DomainError(Exception):
     status_code = 400
+    slug = "bad-request"
+    title = "Bad request"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -13,30 +19,48 @@ class DomainError(Exception):
 
 class InvalidRequest(DomainError):
     status_code = 422
+    slug = "invalid-request"
+    title = "The request is invalid"
+
+    def __init__(self, message: str, *, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc  # the field at fault, as a validation error names it: ("query", "limit")
 
 
 class InvalidDocument(DomainError):
     status_code = 422
+    slug = "invalid-document"
+    title = "The document cannot be read"
 
 
 class UnsupportedMediaType(DomainError):
     status_code = 415
+    slug = "unsupported-media-type"
+    title = "Unsupported media type"
 
 
 class PayloadTooLarge(DomainError):
     status_code = 413
+    slug = "payload-too-large"
+    title = "The request is too large"
 
 
 class NotFound(DomainError):
     status_code = 404
+    slug = "not-found"
+    title = "Not found"
 
 
 class Gone(DomainError):
     status_code = 410
+    slug = "gone"
+    title = "Deleted"
 
 
 class NotFinished(DomainError):
     status_code = 409
+    slug = "not-finished"
+    title = "Not finished yet"
 
 
 class Conflict(DomainError):
@@ -44,10 +68,14 @@ class Conflict(DomainError):
     Idempotency-Key with another document."""
 
     status_code = 409
+    slug = "conflict"
+    title = "Conflicts with the current state"
 
 
 class QueueFull(DomainError):
     status_code = 429
+    slug = "queue-full"
+    title = "The queue is full"
 
     def __init__(self, message: str, retry_after_seconds: int) -> None:
         super().__init__(message)
@@ -60,6 +88,8 @@ DEPENDENCY_RETRY_AFTER_SECONDS = 5
 
 class ServiceUnavailable(DomainError):
     status_code = 503
+    slug = "service-unavailable"
+    title = "Temporarily unavailable"
 
     def __init__(
         self, message: str, retry_after_seconds: int = DEPENDENCY_RETRY_AFTER_SECONDS
@@ -70,3 +100,5 @@ class ServiceUnavailable(DomainError):
 
 class Unauthorized(DomainError):
     status_code = 401
+    slug = "unauthorized"
+    title = "Missing or invalid API key"

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from ocr_api.core import object_keys
-from ocr_api.core.errors import InvalidRequest, NotFinished, NotFound, PayloadTooLarge
-from ocr_api.core.job_lifecycle import TERMINAL
-from ocr_api.core.models import Job
-from ocr_api.core.storage import ObjectNotFound
+from ocr_api.core.errors import InvalidRequest, PayloadTooLarge
 from ocr_api.deps import AppState, StateDep, TenantDep
-from ocr_api.jobs import listing, presenters, service
+from ocr_api.jobs import listing, presenters, service, urls
 from ocr_api.jobs.input_limits import (
     check_metadata,
     check_name,
@@ -23,15 +19,23 @@ from ocr_api.jobs.input_limits import (
     parse_metadata,
     read_limited,
 )
+from ocr_api.jobs.params import JobIdDep
 from ocr_api.jobs.schemas import (
     JobAccepted,
     JobCreateFromObject,
     JobList,
     JobPublic,
-    ResultLink,
 )
+from ocr_api.web import negotiation
+from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(
+    prefix="/v1/jobs",
+    tags=["jobs"],
+    dependencies=[Depends(negotiation.known_query_only)],
+    responses=COMMON_PROBLEMS,
+)
+_JSON_ONLY = [Depends(negotiation.accepts_json)]
 
 _SUBMIT_DOC: dict[str, Any] = {
     "requestBody": {
@@ -59,13 +63,30 @@ _SUBMIT_DOC: dict[str, Any] = {
 }
 
 
-@router.post("", status_code=202, response_model=JobAccepted, openapi_extra=_SUBMIT_DOC)
+@router.post(
+    "",
+    status_code=202,
+    response_model=JobAccepted,
+    openapi_extra=_SUBMIT_DOC,
+    dependencies=_JSON_ONLY,
+    responses={
+        202: {"headers": {"Location": {"description": "the job's status URL (absolute)"}}},
+        **problems(400, 404, 409, 413, 415, 429),
+    },
+)
 async def submit(
     request: Request,
     response: Response,
     state: StateDep,
     tenant: TenantDep,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=200,
+            description="a retry with the same key and the same request returns the same job",
+        ),
+    ] = None,
 ) -> JobAccepted:
     settings = state.settings
     is_json = request.headers.get("content-type", "").startswith("application/json")
@@ -97,8 +118,10 @@ async def submit(
     if submitted.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     job = submitted.job
+    status_url = urls.job_url(settings, job.id)
+    response.headers["Location"] = status_url
     return JobAccepted(
-        id=job.id, status=job.status, status_url=f"/v1/jobs/{job.id}", pages_total=job.page_count
+        id=job.id, status=job.status, status_url=status_url, pages_total=job.page_count
     )
 
 
@@ -169,13 +192,13 @@ def _text(value: object, what: str) -> str | None:
     return check_text(value, what=what) if isinstance(value, str) and value else None
 
 
-@router.get("", response_model=JobList)
+@router.get("", response_model=JobList, dependencies=_JSON_ONLY)
 def list_jobs(
     state: StateDep,
     tenant: TenantDep,
     status: Literal["queued", "running", "succeeded", "failed", "canceled"] | None = None,
     limit: int = Query(20, ge=1, le=100),
-    cursor: str | None = None,
+    cursor: str | None = Query(None, max_length=500),
 ) -> JobList:
     """This key's tenant's jobs, newest first."""
     with state.sessions() as session:
@@ -186,16 +209,25 @@ def list_jobs(
         return JobList(jobs=jobs, next_cursor=page.next_cursor)
 
 
-@router.get("/{job_id}", response_model=JobPublic)
-def get_status(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
+@router.get(
+    "/{job_id}", response_model=JobPublic, dependencies=_JSON_ONLY, responses=problems(404, 410)
+)
+def get_status(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> JobPublic:
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
         return presenters.public(job, state.settings)
 
 
-@router.post("/{job_id}/cancel", response_model=JobPublic, status_code=202)
-def cancel(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
-    """Stop the job: a queued one at once, a running one after its current page group."""
+@router.post(
+    "/{job_id}/cancel",
+    response_model=JobPublic,
+    status_code=202,
+    dependencies=_JSON_ONLY,
+    responses=problems(404, 409, 410),
+)
+def cancel(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> JobPublic:
+    """Stop the job: a queued one at once, a running one after its current page group; its
+    unstarted pages end canceled. A finished job cannot be canceled (409)."""
     service.cancel_job(
         state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
     )
@@ -204,8 +236,8 @@ def cancel(job_id: str, state: StateDep, tenant: TenantDep) -> JobPublic:
         return presenters.public(job, state.settings)
 
 
-@router.delete("/{job_id}", status_code=204)
-def delete(job_id: str, state: StateDep, tenant: TenantDep) -> Response:
+@router.delete("/{job_id}", status_code=204, responses=problems(404, 410))
+def delete(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> Response:
     """Cancel if needed, delete the document and every result; the record stays as a
     tombstone, and later reads answer 410."""
     service.delete_job(
@@ -218,66 +250,3 @@ def delete(job_id: str, state: StateDep, tenant: TenantDep) -> Response:
         deleted_by=tenant.name,
     )
     return Response(status_code=204)
-
-
-@router.get("/{job_id}/result", response_model=None)
-def get_result(
-    job_id: str,
-    state: StateDep,
-    tenant: TenantDep,
-    format: Literal["json", "markdown", "text", "pdf", "hocr"] = Query("json"),
-) -> Response:
-    _finished_job(state, tenant.id, job_id)
-    data = _result_object(state, job_id, format)
-    return Response(data, media_type=object_keys.result_media_type(format))
-
-
-@router.get("/{job_id}/result/link", response_model=ResultLink)
-def get_result_link(
-    job_id: str,
-    state: StateDep,
-    tenant: TenantDep,
-    format: Literal["json", "markdown", "text", "jsonl", "pdf", "hocr"] = Query("json"),
-) -> ResultLink:
-    _finished_job(state, tenant.id, job_id)
-    _result_object(state, job_id, format)  # a link to nothing would fail later, in the client
-    url = state.store.presigned_url(object_keys.result_key(job_id, format))
-    return ResultLink(url=url, expires_in_seconds=state.settings.s3.presign_seconds)
-
-
-@router.get("/{job_id}/pages/{page_no}", response_model=None)
-def get_page(job_id: str, page_no: int, state: StateDep, tenant: TenantDep) -> Response:
-    with state.sessions() as session:
-        job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
-        service.ensure_results_kept(job, state.settings)
-        page = next((p for p in job.pages if p.page_no == page_no), None)
-        if page is None:
-            raise NotFound(f"job {job_id} has no page {page_no}")
-        if page.result_key is None:
-            raise NotFinished(f"page {page_no} is {page.status}; poll the job and retry")
-    try:
-        return Response(state.store.get(page.result_key), media_type="application/json")
-    except ObjectNotFound:
-        raise NotFinished(f"page {page_no} is not stored yet") from None
-
-
-def _finished_job(state: AppState, tenant_id: str, job_id: str) -> Job:
-    with state.sessions() as session:
-        job = service.get_job(session, tenant_id=tenant_id, job_id=job_id)
-    service.ensure_results_kept(job, state.settings)
-    if job.status not in TERMINAL:
-        raise NotFinished(f"job {job_id} is {job.status}; the result exists once it finishes")
-    if job.pages_done == 0:
-        raise NotFinished(f"job {job_id} is {job.status} and no page was processed: no result")
-    return job
-
-
-def _result_object(state: AppState, job_id: str, fmt: str) -> bytes:
-    try:
-        return state.store.get(object_keys.result_key(job_id, fmt))
-    except ObjectNotFound:
-        if fmt == "pdf":  # built after the text results, and only logged if it fails
-            raise NotFound(
-                f"job {job_id} has no searchable PDF; its other results are complete"
-            ) from None
-        raise

@@ -7,6 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ocr_api.core.contracts import PageResult
+
+JobStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
+PageStatus = Literal["pending", "running", "succeeded", "failed", "canceled"]
+
 
 class JobCreateFromObject(BaseModel):
     """Submit a document already uploaded to the bucket, under ``inbox/<tenant id>/``."""
@@ -20,14 +25,14 @@ class JobCreateFromObject(BaseModel):
 
 class JobAccepted(BaseModel):
     id: str
-    status: str
-    status_url: str
+    status: JobStatus
+    status_url: str = Field(description="absolute; the same URL is in the Location header")
     pages_total: int
 
 
 class PagePublic(BaseModel):
     page: int
-    status: str
+    status: PageStatus
     attempts: int
     duration_ms: int | None
     error: str | None
@@ -40,8 +45,8 @@ class JobSummary(BaseModel):
     """A job in a listing: its state without the per-page detail (GET the job for that)."""
 
     id: str
-    status: str
-    priority: str
+    status: JobStatus
+    priority: Literal["interactive", "backlog"]
     source: str
     pages_total: int
     pages_done: int
@@ -66,7 +71,7 @@ class WebhookPublic(BaseModel):
     resent by an operator)."""
 
     event_id: str
-    status: str  # pending | delivered | failed
+    status: Literal["pending", "delivered", "failed"]
     attempts: int
     last_status_code: int | None
     last_error: str | None
@@ -88,3 +93,15 @@ class JobPublic(JobSummary):
 class ResultLink(BaseModel):
     url: str
     expires_in_seconds: int
+
+
+class JobResult(BaseModel):
+    """``result.json``: the document's pages in order, each as ``GET .../pages/{n}`` gives it."""
+
+    job_id: str
+    status: JobStatus
+    source: str
+    pages_total: int
+    pages_failed: int
+    metadata: dict[str, Any]
+    pages: list[PageResult]
