@@ -47,6 +47,7 @@ _SUBMIT_DOC: dict[str, Any] = {
                     "properties": {
                         "file": {
                             "type": "array",
+                            "minItems": 1,
                             "items": {"type": "string", "format": "binary"},
                             "description": "a PDF, or page images (PNG, JPEG, TIFF) in order",
                         },

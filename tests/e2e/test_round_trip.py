@@ -37,7 +37,8 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
         )
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["id"]
-        assert accepted.json()["status_url"] == f"/v1/jobs/{job_id}"
+        assert accepted.json()["status_url"] == f"{service.api_url}/v1/jobs/{job_id}"
+        assert accepted.headers["Location"] == accepted.json()["status_url"]
         job, progress_seen = wait_for(client, job_id)
 
         assert job["status"] == "succeeded", job
