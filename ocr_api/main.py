@@ -18,6 +18,7 @@ from ocr_api.health.router import router as health_router
 from ocr_api.jobs.results_router import router as results_router
 from ocr_api.jobs.router import router as jobs_router
 from ocr_api.metrics import ServiceCollector
+from ocr_api.uploads.router import router as uploads_router
 from ocr_api.web.docs import install_docs
 from ocr_api.web.methods import MethodsMiddleware
 from ocr_api.web.openapi import install_openapi
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(jobs_router)
     app.include_router(results_router)
+    app.include_router(uploads_router)
     app.include_router(health_router)
 
     @app.get("/metrics", include_in_schema=False)

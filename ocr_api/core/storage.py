@@ -34,6 +34,7 @@ class ObjectStore(Protocol):
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
     def presigned_url(self, key: str) -> str: ...
+    def presigned_upload_url(self, key: str, content_type: str) -> str: ...
     def ping(self) -> None: ...
 
 
@@ -110,6 +111,17 @@ class S3ObjectStore:
             )
         )
 
+    def presigned_upload_url(self, key: str, content_type: str) -> str:
+        """A PUT straight into the bucket: big scans never pass through the API process. The
+        client must send the same Content-Type (it is signed)."""
+        return str(
+            self.client.generate_presigned_url(
+                "put_object",
+                Params={"Bucket": self.bucket, "Key": key, "ContentType": content_type},
+                ExpiresIn=self.presign_seconds,
+            )
+        )
+
     def ping(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)
 
@@ -164,6 +176,9 @@ class LocalObjectStore:
 
     def presigned_url(self, key: str) -> str:
         return self._path(key).as_uri()
+
+    def presigned_upload_url(self, key: str, content_type: str) -> str:
+        return self._path(key).as_uri()  # a client on this machine writes the file there
 
     def ping(self) -> None:
         if not self.root.is_dir():

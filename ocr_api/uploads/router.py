@@ -1,0 +1,58 @@
+"""Large uploads: a presigned PUT into the tenant's inbox, so a 500 MB scan goes from the
+client straight to object storage. The document checks run when a job or batch takes the
+object, with the same refusals as an upload through the API."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from ocr_api.core import object_keys
+from ocr_api.deps import StateDep, TenantDep
+from ocr_api.jobs.input_limits import check_name
+from ocr_api.web import negotiation
+from ocr_api.web.openapi import COMMON_PROBLEMS
+
+router = APIRouter(
+    prefix="/v1/uploads",
+    tags=["uploads"],
+    dependencies=[Depends(negotiation.known_query_only), Depends(negotiation.accepts_json)],
+    responses=COMMON_PROBLEMS,
+)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class UploadCreate(BaseModel):
+    filename: str = Field(min_length=1, max_length=255, examples=["box-17/scan-0042.pdf"])
+    content_type: str = Field(
+        "application/pdf",
+        pattern=r"^(application/pdf|image/(png|jpeg|tiff))$",
+        description="sent again, identical, as the PUT's Content-Type header",
+    )
+
+
+class UploadTarget(BaseModel):
+    object_key: str = Field(description="name it in POST /v1/jobs or /v1/batches")
+    upload_url: str
+    method: str = "PUT"
+    headers: dict[str, str]
+    expires_in_seconds: int
+    max_bytes: int = Field(description="larger objects are refused when a job takes them")
+
+
+@router.post("", response_model=UploadTarget, status_code=201)
+def create_upload(body: UploadCreate, state: StateDep, tenant: TenantDep) -> UploadTarget:
+    """A URL to PUT one document to; the object is the tenant's, under its inbox."""
+    name = _UNSAFE.sub("_", check_name(body.filename).rsplit("/", 1)[-1]).strip("._") or "document"
+    key = f"{object_keys.inbox_prefix(tenant.id)}uploads/{uuid.uuid4().hex}/{name}"
+    return UploadTarget(
+        object_key=key,
+        upload_url=state.store.presigned_upload_url(key, body.content_type),
+        headers={"Content-Type": body.content_type},
+        expires_in_seconds=state.settings.s3.presign_seconds,
+        max_bytes=state.settings.max_upload_bytes,
+    )
