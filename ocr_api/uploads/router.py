@@ -8,11 +8,11 @@ import re
 import uuid
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field
 
 from ocr_api.core import object_keys
 from ocr_api.deps import StateDep, TenantDep
 from ocr_api.jobs.input_limits import check_name
+from ocr_api.uploads.schemas import UploadCreate, UploadTarget
 from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS
 
@@ -24,24 +24,6 @@ router = APIRouter(
 )
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class UploadCreate(BaseModel):
-    filename: str = Field(min_length=1, max_length=255, examples=["box-17/scan-0042.pdf"])
-    content_type: str = Field(
-        "application/pdf",
-        pattern=r"^(application/pdf|image/(png|jpeg|tiff))$",
-        description="sent again, identical, as the PUT's Content-Type header",
-    )
-
-
-class UploadTarget(BaseModel):
-    object_key: str = Field(description="name it in POST /v1/jobs or /v1/batches")
-    upload_url: str
-    method: str = "PUT"
-    headers: dict[str, str]
-    expires_in_seconds: int
-    max_bytes: int = Field(description="larger objects are refused when a job takes them")
 
 
 @router.post("", response_model=UploadTarget, status_code=201)

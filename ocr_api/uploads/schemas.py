@@ -1,0 +1,23 @@
+"""What POST /v1/uploads takes and answers (also the client's types)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class UploadCreate(BaseModel):
+    filename: str = Field(min_length=1, max_length=255, examples=["box-17/scan-0042.pdf"])
+    content_type: str = Field(
+        "application/pdf",
+        pattern=r"^(application/pdf|image/(png|jpeg|tiff))$",
+        description="sent again, identical, as the PUT's Content-Type header",
+    )
+
+
+class UploadTarget(BaseModel):
+    object_key: str = Field(description="name it in POST /v1/jobs or /v1/batches")
+    upload_url: str
+    method: str = "PUT"
+    headers: dict[str, str]
+    expires_in_seconds: int
+    max_bytes: int = Field(description="larger objects are refused when a job takes them")
