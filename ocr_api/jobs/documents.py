@@ -97,7 +97,11 @@ def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
                 start = end = int(part)
         except ValueError:
             raise InvalidRequest(f"pages: cannot read {part!r}; use a form like '1-3,7'") from None
-        if start < 1 or end < start or end > page_count:
+        if end < start:
+            raise InvalidRequest(
+                f"pages: range {part!r} is reversed; write it first page first ('{end}-{start}')"
+            )
+        if start < 1 or end > page_count:
             raise InvalidRequest(
                 f"pages: range {part!r} is outside the document's pages 1-{page_count}"
             )
