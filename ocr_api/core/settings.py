@@ -7,7 +7,10 @@ Settings are validated once, when built, and frozen: each part receives only its
 
 from __future__ import annotations
 
+import difflib
 import os
+import tomllib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -206,6 +209,7 @@ class Settings(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         config_file = os.environ.get("UOCR_CONFIG_FILE")
         if config_file:
+            check_config_file(Path(config_file))
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
         return tuple(sources)
 
@@ -214,16 +218,95 @@ class SettingsError(RuntimeError):
     """Start-up refused: a setting is invalid. The message names the setting."""
 
 
+# UOCR_* variables that are not settings but are read directly elsewhere; every other UOCR_*
+# variable must name a setting, so a misspelled one stops start-up instead of being ignored.
+NON_SETTING_VARIABLES = frozenset(
+    {
+        "UOCR_CONFIG_FILE",  # this module: the TOML file of settings
+        "UOCR_GPU_COUNT",  # ocr_worker/launcher.py: the cards on this host (tests, containers)
+        "UOCR_REQUIRE_SERVICES",  # tests: a missing service fails the run instead of skipping
+        "UOCR_TEST_DATABASE_URL",  # .ci/services env -> tests and benches: the servers
+        "UOCR_TEST_REDIS_URL",
+        "UOCR_TEST_S3_URL",
+        "UOCR_CI_PG_PORT",  # .ci/services: the servers' ports
+        "UOCR_CI_REDIS_PORT",
+        "UOCR_CI_S3_PORT",
+        "UOCR_URL",  # uocr_client: where the API is, and the client's key
+        "UOCR_API_KEY",
+        "UOCR_MODEL_DIR",  # docker-compose.yml: the host folder mounted at /models
+    }
+)
+
+
+def setting_variables() -> frozenset[str]:
+    """Every environment variable that names a setting: UOCR_<FIELD>, UOCR_<SECTION> (the
+    whole section as JSON) and UOCR_<SECTION>__<FIELD>."""
+    names = set()
+    for name, field in Settings.model_fields.items():
+        names.add(f"UOCR_{name.upper()}")
+        section = field.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            names.update(f"UOCR_{name.upper()}__{sub.upper()}" for sub in section.model_fields)
+    return frozenset(names)
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Refuse UOCR_* variables that name no setting (pydantic-settings would ignore them)."""
+    known = setting_variables()
+    unknown = sorted(
+        name
+        for name in environ
+        if name.upper().startswith("UOCR_") and name.upper() not in known | NON_SETTING_VARIABLES
+    )
+    if unknown:
+        raise SettingsError("\n".join(_unknown_variable(name, known) for name in unknown))
+
+
+def _unknown_variable(name: str, known: frozenset[str]) -> str:
+    message = f"unknown setting {name} in the environment"
+    close = _closest(name, known)
+    return f"{message}; did you mean {close}?" if close else message
+
+
+def _closest(variable: str, known: frozenset[str]) -> str | None:
+    close = difflib.get_close_matches(variable.upper(), sorted(known), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def check_config_file(path: Path) -> None:
+    """The file UOCR_CONFIG_FILE names must exist and be TOML; say which and why if not."""
+    try:
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SettingsError(f"config file {path} (UOCR_CONFIG_FILE) does not exist") from None
+    except OSError as error:
+        raise SettingsError(
+            f"cannot read config file {path} (UOCR_CONFIG_FILE): {error.strerror}"
+        ) from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"config file {path} (UOCR_CONFIG_FILE) is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(
+            f"config file {path} (UOCR_CONFIG_FILE) is not valid TOML: {error}"
+        ) from None
+
+
 def describe_validation_error(error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         name = ".".join(str(part) for part in item["loc"]) or "settings"
         env = "UOCR_" + "__".join(str(part).upper() for part in item["loc"])
-        lines.append(f"invalid setting {name} ({env}): {item['msg']}")
+        if item["type"] == "extra_forbidden":  # from the config file, or a section's JSON
+            close = _closest(env, setting_variables())
+            hint = f"; did you mean {close[5:].lower().replace('__', '.')}?" if close else ""
+            lines.append(f"unknown setting {name} ({env}){hint}")
+        else:
+            lines.append(f"invalid setting {name} ({env}): {item['msg']}")
     return "\n".join(lines)
 
 
 def load_settings(**overrides: object) -> Settings:
+    check_environment(os.environ)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:

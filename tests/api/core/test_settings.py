@@ -75,3 +75,55 @@ def test_group_time_limits_grow_with_pages_above_the_request_timeout() -> None:
     assert settings.group_time_limit(1) == 300  # the floor
     assert settings.group_time_limit(8) == 60 + 60 * 8
     assert settings.max_group_time_limit == 540
+
+
+@pytest.mark.parametrize(
+    ("variable", "closest"),
+    [
+        ("UOCR_PAGE_GROUPSIZE", "UOCR_PAGE_GROUP_SIZE"),
+        ("UOCR_S3__ENDPONT_URL", "UOCR_S3__ENDPOINT_URL"),
+        ("uocr_log_levle", "UOCR_LOG_LEVEL"),
+    ],
+)
+def test_a_misspelled_variable_stops_start_up_naming_the_closest(
+    monkeypatch: pytest.MonkeyPatch, variable: str, closest: str
+) -> None:
+    monkeypatch.setenv(variable, "3")
+    with pytest.raises(SettingsError, match=f"unknown setting {variable}.*did you mean {closest}"):
+        load_settings()
+
+
+def test_variables_read_outside_the_settings_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("UOCR_CONFIG_FILE", "UOCR_GPU_COUNT", "UOCR_REQUIRE_SERVICES", "UOCR_TEST_S3_URL"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.setenv("UOCR_S3", '{"bucket": "scans"}')  # a whole section as JSON
+    assert load_settings().s3.bucket == "scans"
+
+
+def test_a_missing_config_file_stops_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UOCR_CONFIG_FILE", str(tmp_path / "uocr.toml"))
+    with pytest.raises(SettingsError, match=r"uocr\.toml \(UOCR_CONFIG_FILE\) does not exist"):
+        load_settings()
+
+
+def test_a_malformed_config_file_names_the_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "uocr.toml"
+    config.write_text("queue_max_size = 5\npage_group_size =\n")
+    monkeypatch.setenv("UOCR_CONFIG_FILE", str(config))
+    with pytest.raises(SettingsError, match=r"is not valid TOML: .*line 2") as raised:
+        load_settings()
+    assert "\n" not in str(raised.value)
+
+
+def test_an_unknown_key_in_the_config_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "uocr.toml"
+    config.write_text("page_groupsize = 4\n")
+    monkeypatch.setenv("UOCR_CONFIG_FILE", str(config))
+    with pytest.raises(SettingsError, match="unknown setting page_groupsize.*page_group_size"):
+        load_settings()
