@@ -120,6 +120,15 @@ class WorkerSettings(_Section):
     parallel_page_groups: bool | None = None
 
 
+class AdmissionSettings(_Section):
+    """How waiting work (batch documents, backlog beyond a tenant's share) enters the broker:
+    see ocr_api/core/admission.py. The broker then holds at most ``window`` jobs' groups."""
+
+    window: int = Field(64, ge=1)  # jobs in flight (admitted, unfinished), all tenants together
+    tenant_max_in_flight: int = Field(16, ge=1)  # one tenant's share of the window
+    interval_seconds: float = Field(2.0, gt=0)  # beat's admission round (also run on submit)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="UOCR_", env_nested_delimiter="__", frozen=True, extra="forbid"
@@ -156,6 +165,9 @@ class Settings(BaseSettings):
     # A job's metadata is echoed in every status poll and webhook: bounded in size and depth.
     max_metadata_bytes: int = Field(16 * 1024, ge=2)
     max_metadata_depth: int = Field(8, ge=1)
+    # Documents of at least this many pages go to the long queue (ocr.long), so a 300-page
+    # document never holds a 3-page one behind it; workers take either pool or both.
+    long_document_pages: int = Field(50, ge=1)
 
     database: DatabaseSettings = DatabaseSettings()
     redis: RedisSettings = RedisSettings()
@@ -163,6 +175,7 @@ class Settings(BaseSettings):
     webhooks: WebhookSettings = WebhookSettings()
     worker: WorkerSettings = WorkerSettings()
     unlimited_ocr: UnlimitedOcrSettings = UnlimitedOcrSettings()
+    admission: AdmissionSettings = AdmissionSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
