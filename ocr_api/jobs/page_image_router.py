@@ -1,0 +1,123 @@
+"""HTTP route for a page's scan: the image the engine read, so a reader can put the page's
+text and detected blocks beside it (the console does). Rendered on demand from the job's input
+document; it never changes, so its ETag is known before rendering and a revalidation costs no
+render."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+
+from ocr_api.core.errors import NotFound
+from ocr_api.core.models import Page
+from ocr_api.core.storage import ObjectNotFound
+from ocr_api.deps import AppState, StateDep, TenantDep
+from ocr_api.jobs import service
+from ocr_api.jobs.page_image import RENDERER_VERSION, PageImageError, PageImageRenderer
+from ocr_api.jobs.params import JobIdDep
+from ocr_api.web import negotiation
+from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+
+router = APIRouter(
+    prefix="/v1/jobs",
+    tags=["results"],
+    dependencies=[Depends(negotiation.known_query_only)],
+    responses=COMMON_PROBLEMS,
+)
+
+JPEG = "image/jpeg"
+# The scan never changes; a day, then a revalidation (a 304, no render) in case the renderer
+# changed with an upgrade (RENDERER_VERSION is part of the ETag).
+_CACHE_CONTROL = "private, max-age=86400"
+_MAX_WIDTH = 8192
+
+
+def page_images(request: Request, state: StateDep) -> PageImageRenderer:
+    """One renderer per app (its file cache and MuPDF lock are shared by all requests), made
+    on first use so an API that never serves a scan holds nothing."""
+    renderer: PageImageRenderer | None = getattr(request.app.state, "page_images", None)
+    if renderer is None:
+        worker = state.settings.worker
+        renderer = PageImageRenderer(
+            state.store, dpi=worker.render_dpi, max_side=worker.max_render_side
+        )
+        request.app.state.page_images = renderer
+    return renderer
+
+
+RendererDep = Annotated[PageImageRenderer, Depends(page_images)]
+
+_HEADERS: dict[str, Any] = {
+    "ETag": {"description": "the rendering's identity", "schema": {"type": "string"}},
+    "Cache-Control": {
+        "description": "private; the scan never changes",
+        "schema": {"type": "string"},
+    },
+}
+
+
+@router.get(
+    "/{job_id}/pages/{page_no}/image",
+    response_model=None,
+    response_class=Response,  # no JSON 200 in the OpenAPI document: the 200 is an image
+    responses={
+        200: {
+            "description": "The page's scan as the engine read it (JPEG); the page's blocks' "
+            "boxes are in its pixels (scale them by the image's size when ?width= narrowed it)",
+            "content": {JPEG: {"schema": {"type": "string", "format": "binary"}}},
+            "headers": _HEADERS,
+        },
+        304: {"description": "Not modified: the client's copy (If-None-Match) is current"},
+        **problems(404, 410),
+    },
+)
+async def get_page_image(
+    request: Request,
+    job_id: JobIdDep,
+    page_no: int,
+    state: StateDep,
+    tenant: TenantDep,
+    renderer: RendererDep,
+    width: Annotated[
+        int | None,
+        Query(ge=16, le=_MAX_WIDTH, description="at most this many pixels wide (never wider)"),
+    ] = None,
+) -> Response:
+    """Page ``page_no``'s scan, whatever the page's status (a pending page's scan too)."""
+    negotiation.require(request, [JPEG])
+    page = await run_in_threadpool(_page, state, tenant.id, job_id, page_no)
+    etag = _etag(page, renderer, width)
+    headers = {"ETag": etag, "Cache-Control": _CACHE_CONTROL}
+    if etag in {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}:
+        return Response(status_code=304, headers=headers)
+    try:
+        image = await run_in_threadpool(
+            renderer.render, page.source_key, page.source_index, max_width=width
+        )
+    except ObjectNotFound:
+        raise NotFound(f"job {job_id}'s document is not stored") from None
+    except PageImageError as error:
+        raise NotFound(f"page {page_no} has no image: {error}") from None
+    return Response(image.data, media_type=JPEG, headers=headers)
+
+
+def _page(state: AppState, tenant_id: str, job_id: str, page_no: int) -> Page:
+    with state.sessions() as session:
+        job = service.get_job(session, tenant_id=tenant_id, job_id=job_id)
+        service.ensure_results_kept(job, state.settings)
+        page = next((p for p in job.pages if p.page_no == page_no), None)
+    if page is None:
+        raise NotFound(f"job {job_id} has no page {page_no}")
+    return page
+
+
+def _etag(page: Page, renderer: PageImageRenderer, width: int | None) -> str:
+    """What the image depends on; the job's input never changes once submitted."""
+    identity = (
+        f"{page.job_id}|{page.page_no}|{page.source_key}|{page.source_index}|"
+        f"{renderer.dpi}|{renderer.max_side}|{width}|{RENDERER_VERSION}"
+    )
+    return '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
