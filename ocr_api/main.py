@@ -11,10 +11,12 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from ocr_api.console.console_files import ConsoleFiles
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import Settings, get_settings
 from ocr_api.deps import AppState
 from ocr_api.health.router import router as health_router
+from ocr_api.jobs.page_image_router import router as page_image_router
 from ocr_api.jobs.results_router import router as results_router
 from ocr_api.jobs.router import router as jobs_router
 from ocr_api.metrics import ServiceCollector
@@ -60,8 +62,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(jobs_router)
     app.include_router(results_router)
+    app.include_router(page_image_router)
     app.include_router(uploads_router)
     app.include_router(health_router)
+    app.mount("/console", ConsoleFiles(), name="console")  # the web console (issue 14)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics(request: Request) -> Response:
