@@ -7,6 +7,7 @@ WORKDIR /app
 COPY pyproject.toml README.md alembic.ini ./
 COPY ocr_api ocr_api
 COPY ocr_worker ocr_worker
+COPY uocr_cli uocr_cli
 COPY migrations migrations
 RUN pip install -e .
 RUN useradd --create-home uocr

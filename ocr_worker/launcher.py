@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from ocr_api.core.contracts import QUEUE_BACKLOG, QUEUE_CONTROL, QUEUE_INTERACTIVE
 
 OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_BACKLOG)
-CELERY_ARGV = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks"]  # our app, its tasks
+# Our app and its tasks; --quiet: no banner printed around the JSON log lines.
+CELERY_ARGV = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "--quiet"]
 
 
 @dataclass(frozen=True)

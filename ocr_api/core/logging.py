@@ -61,6 +61,7 @@ def configure_logging(level: str = "info") -> None:
     root.handlers = [handler]
     root.setLevel(level.upper())
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # 7 lines a start
     logging.captureWarnings(True)  # warnings.warn() text becomes a record like any other
     sys.excepthook = _log_uncaught
     threading.excepthook = _log_uncaught_in_thread

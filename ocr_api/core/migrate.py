@@ -39,10 +39,13 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     command.upgrade(_config(database_url), revision)
 
 
-def schema_state(database_url: str) -> SchemaState:
+def schema_state(database_url: str, *, connect_timeout: int = 10) -> SchemaState:
     """Connects (a database that does not answer raises SQLAlchemy's OperationalError)."""
     heads = ScriptDirectory.from_config(_config(database_url)).get_heads()
-    engine = create_engine(database_url)
+    postgres = database_url.startswith("postgresql")
+    engine = create_engine(
+        database_url, connect_args={"connect_timeout": connect_timeout} if postgres else {}
+    )
     try:
         with engine.connect() as connection:
             current = MigrationContext.configure(connection).get_current_heads()
