@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ocr_api.core import object_keys
+from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.migrate import upgrade
 from ocr_api.core.models import Job
@@ -20,7 +21,7 @@ from ocr_api.core.settings import Settings
 from ocr_api.core.storage import LocalObjectStore, ObjectNotFound
 from ocr_api.core.tenants import create_key
 from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
-from ocr_worker.engines.base import OcrEngine
+from ocr_worker.engines.base import OcrEngine, PageGroupInput
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
 
@@ -34,13 +35,69 @@ class InlineDispatcher:
     groups: deque[tuple[str, int]] = field(default_factory=deque)
 
     def enqueue_group(
-        self, *, job_id: str, group_index: int, priority: str, group_pages: int
+        self,
+        *,
+        job_id: str,
+        group_index: int,
+        priority: str,
+        group_pages: int,
+        document_pages: int = 0,
     ) -> str | None:
         self.groups.append((job_id, group_index))
         return None
 
     def enqueue_webhook(self, *, delivery_id: str, countdown: float = 0) -> None:
         return None  # embedded runs take no webhook URL
+
+
+class PageProgressEngine(OcrEngine):
+    """Reports each page as the engine reads it, not each group as the pipeline stores it.
+
+    An engine that reads no context pages (the CPU engine) sees a group one page at a time:
+    the same results, a report per page. One that carries state across a group's pages (the GPU
+    engine) runs the group whole and reports its pages when it returns.
+    """
+
+    def __init__(self, inner: OcrEngine, on_page: Callable[[], None]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.uses_context_pages = inner.uses_context_pages
+        self.on_page = on_page
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        if self.uses_context_pages:
+            results = self.inner.run_group(group)
+            for _ in results:
+                self.on_page()
+            return results
+        results = []
+        for n, page in enumerate(group.pages):
+            last = group.is_last and n == len(group.pages) - 1
+            one = PageGroupInput(group.job_id, group.group_index, [], [page], last)
+            results += self.inner.run_group(one)
+            self.on_page()
+        return results
+
+    def end_document(self, job_id: str) -> None:
+        self.inner.end_document(job_id)
+
+
+@dataclass
+class PageCounter:
+    """Pages done for the progress bar: one more as each page is read, then the stored count
+    (failed renders included) once its group is recorded; never goes back."""
+
+    total: int
+    report: Callable[[int, int], None]
+    done: int = 0
+
+    def page_read(self) -> None:
+        self.done = min(self.done + 1, self.total)
+        self.report(self.done, self.total)
+
+    def group_stored(self, pages_done: int) -> None:
+        self.done = max(self.done, pages_done)
+        self.report(self.done, self.total)
 
 
 def run_document(
@@ -53,20 +110,12 @@ def run_document(
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Job:
     """OCR ``path`` into ``out_dir`` (result.json, result.md, pages.jsonl, result.pdf,
-    result.hocr); returns the job."""
+    result.hocr); returns the job. ``on_progress(done, total)`` is called page by page."""
     state_dir = out_dir / ".uocr"
     shutil.rmtree(state_dir, ignore_errors=True)  # a rerun starts clean
     state_dir.mkdir(parents=True)
-    db_url = f"sqlite:///{state_dir / 'state.db'}"
-    upgrade(db_url)
-    settings = settings.model_copy(
-        update={
-            "database": settings.database.model_copy(update={"url": db_url}),
-            "queue_max_size": 1_000_000,
-            # One document, no lease to keep alive: render in this process, from its store.
-            "worker": settings.worker.model_copy(update={"render_processes": 0}),
-        }
-    )
+    settings = _embedded_settings(settings, f"sqlite:///{state_dir / 'state.db'}")
+    upgrade(settings.database.url)
     sessions = make_session_factory(make_engine(settings.database))
     store = LocalObjectStore(state_dir / "objects")
     dispatcher = InlineDispatcher()
@@ -81,10 +130,11 @@ def run_document(
         files=[UploadedFile(path.name, path.read_bytes())],
         options=JobOptions(pages=pages),
     ).job
+    counter = PageCounter(job.page_count, on_progress)
     pipeline = PageGroupPipeline(
         sessions=sessions,
         store=store,
-        engine=engine or make_ocr_engine(settings),
+        engine=PageProgressEngine(engine or make_ocr_engine(settings), counter.page_read),
         dispatcher=dispatcher,
         settings=settings,
         worker_id="embedded",
@@ -94,11 +144,26 @@ def run_document(
         pipeline.run(*dispatcher.groups.popleft())
         with sessions() as session:
             job = session.get(Job, job.id) or job
-        on_progress(job.pages_done, job.page_count)
+        counter.group_stored(job.pages_done)
+    _write_results(store, job.id, out_dir)
+    return job
+
+
+def _embedded_settings(settings: Settings, database_url: str) -> Settings:
+    return settings.model_copy(
+        update={
+            "database": settings.database.model_copy(update={"url": database_url}),
+            "queue_max_size": 1_000_000,
+            # One document, no lease to keep alive: render in this process, from its store.
+            "worker": settings.worker.model_copy(update={"render_processes": 0}),
+        }
+    )
+
+
+def _write_results(store: LocalObjectStore, job_id: str, out_dir: Path) -> None:
     for fmt in OUTPUT_FORMATS:
         name = object_keys.result_file_name(fmt)
         try:
-            (out_dir / name).write_bytes(store.get(object_keys.result_key(job.id, fmt)))
+            (out_dir / name).write_bytes(store.get(object_keys.result_key(job_id, fmt)))
         except ObjectNotFound:  # only the searchable PDF may be missing (logged when built)
             (out_dir / name).unlink(missing_ok=True)
-    return job

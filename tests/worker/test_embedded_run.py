@@ -12,6 +12,8 @@ from pathlib import Path
 import pymupdf
 from PIL import Image, ImageDraw, ImageFont
 
+from ocr_api.core.settings import load_settings
+from ocr_worker.embedded import run_document
 from tests.factories import character_error_rate, sample_pages
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
@@ -43,18 +45,22 @@ def test_uocr_run_writes_ordered_results_for_the_shipped_sample(tmp_path: Path) 
     assert len(hocr.findall(".//{*}div[@class='ocr_page']")) == 3
 
 
-def test_uocr_run_reads_page_images_and_a_page_range(tmp_path: Path) -> None:
+def _numbered_tiff(path: Path, pages: int) -> Path:
     frames = []
-    for n in range(1, 4):
+    for n in range(1, pages + 1):
         image = Image.new("RGB", (900, 300), "white")
         ImageDraw.Draw(image).text(
             (40, 120), f"Image page number {n}", fill="black", font=ImageFont.load_default(size=40)
         )
         frames.append(image)
-    tiff = tmp_path / "scan.tiff"
     buffer = io.BytesIO()
     frames[0].save(buffer, format="TIFF", save_all=True, append_images=frames[1:])
-    tiff.write_bytes(buffer.getvalue())
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_uocr_run_reads_page_images_and_a_page_range(tmp_path: Path) -> None:
+    tiff = _numbered_tiff(tmp_path / "scan.tiff", 3)
     out = tmp_path / "out"
     done = subprocess.run(
         [UOCR, "run", str(tiff), "--out", str(out), "--pages", "2-3"],
@@ -84,3 +90,41 @@ def test_uocr_run_explains_a_bad_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "unsupported file type" in done.stderr
+
+
+def test_progress_moves_page_by_page_not_group_by_group(tmp_path: Path) -> None:
+    """Groups of 3 pages (overlap 1) over 5 pages: the bar still steps 1, 2, 3, 4, 5."""
+    tiff = _numbered_tiff(tmp_path / "scan.tiff", 5)
+    reports: list[tuple[int, int]] = []
+    settings = load_settings(page_group_size=3, page_group_overlap=1)
+    job = run_document(
+        tiff, tmp_path / "out", settings, on_progress=lambda d, t: reports.append((d, t))
+    )
+    assert job.status == "succeeded"
+    assert {total for _, total in reports} == {5}
+    done = [d for d, _ in reports]
+    assert done == sorted(done)  # never goes back
+    assert list(dict.fromkeys(done)) == [0, 1, 2, 3, 4, 5]  # every page a step of its own
+
+
+def _uocr_run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([UOCR, "run", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_reversed_page_range_says_so(tmp_path: Path) -> None:
+    done = _uocr_run(str(SAMPLE), "--out", str(tmp_path / "o"), "--pages", "3-2")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: pages: range '3-2' is reversed; write it first page first ('2-3')"
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_an_out_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    done = _uocr_run(str(SAMPLE), "--out", str(in_the_way / "results"))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot write --out {in_the_way / 'results'}: Not a directory"
+    ]
