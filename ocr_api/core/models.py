@@ -47,6 +47,8 @@ class Job(Base):
     priority: Mapped[str] = mapped_column(String(16))
     engine: Mapped[str] = mapped_column(String(32))
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    # sha256 of the submitted files and options: a key reused for another request is refused.
+    request_fingerprint: Mapped[str | None] = mapped_column(String(64))
     source_name: Mapped[str] = mapped_column(String(500))
     webhook_url: Mapped[str | None] = mapped_column(Text)
     job_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
@@ -60,6 +62,9 @@ class Job(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # Set when retention deleted the document and its results; the record stays.
     results_deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # Set by DELETE: the objects are gone and reads answer 410; the row stays as a tombstone.
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    deleted_by: Mapped[str | None] = mapped_column(String(200))
     pages: Mapped[list[Page]] = relationship(
         back_populates="job", order_by="Page.position", cascade="all, delete-orphan"
     )
