@@ -33,7 +33,7 @@ class UocrGroup(click.Group):
             raise CliError(describe_failure(error)) from None
 
 
-@click.group(cls=UocrGroup, context_settings=CONTEXT_SETTINGS)
+@click.group("uocr", cls=UocrGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
 def main(debug: bool) -> None:
     """uocr: batch OCR for long documents."""

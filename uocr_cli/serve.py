@@ -73,13 +73,20 @@ def worker(gpus: str, queues: str | None, concurrency: int, beat: bool) -> None:
 
 
 @click.command()
-def beat() -> None:
+@click.option(
+    "--schedule",
+    type=click.Path(dir_okay=False),
+    default="celerybeat-schedule",
+    show_default=True,
+    help="Where the scheduler keeps its last run times.",
+)
+def beat(schedule: str) -> None:
     """Run the scheduler alone (one per deployment)."""
     from ocr_api.core.settings import get_settings
     from ocr_worker.launcher import CELERY_ARGV
 
     require_broker(get_settings())
-    os.execv(sys.executable, [*CELERY_ARGV, "beat"])
+    os.execv(sys.executable, [*CELERY_ARGV, "beat", "--schedule", schedule])
 
 
 @click.command()
