@@ -136,3 +136,8 @@ export class ApiClient {
 export async function verifyKey(key) {
   await new ApiClient(key).listJobs({ limit: 1 });
 }
+
+/** An answer that asking again will not change (no such job, deleted): polling stops. */
+export function isPermanent(error) {
+  return error instanceof ApiError && [404, 410].includes(error.status);
+}

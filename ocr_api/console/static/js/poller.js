@@ -2,7 +2,8 @@
 // answered, so a slow API is not flooded, and a view that is left stops it for good.
 
 export class Poller {
-  /** fn() is awaited each round; it returns false to stop (e.g. the job has finished). */
+  /** fn() is awaited each round; it returns false to stop (e.g. the job has finished).
+   * onError(error) returns false to stop too (e.g. the job does not exist). */
   constructor(fn, intervalMs, onError = () => {}) {
     this.fn = fn;
     this.intervalMs = intervalMs;
@@ -28,7 +29,7 @@ export class Poller {
     try {
       again = (await this.fn()) !== false;
     } catch (error) {
-      this.onError(error);
+      again = this.onError(error) !== false;
     }
     if (again && !this.stopped) this.timer = setTimeout(() => this.tick(), this.intervalMs);
   }

@@ -1,7 +1,7 @@
 // One job: its pages as a grid that fills in as page groups finish (polling GET /v1/jobs/{id}),
 // each page's errors and warnings, cancel, and a download of each result format.
 
-import { RESULT_FORMATS } from "../api.js";
+import { RESULT_FORMATS, isPermanent } from "../api.js";
 import { announce, errorMessage, formatTime, h, heading, progressBar, replace, statusBadge } from "../dom.js";
 import { Poller } from "../poller.js";
 
@@ -26,7 +26,10 @@ export function jobView(ctx, jobId) {
       return !TERMINAL.has(job.status);
     },
     POLL_MS,
-    (error) => replace(message, errorMessage(error)),
+    (error) => {
+      replace(message, errorMessage(error));
+      return !isPermanent(error);
+    },
   );
 
   function show(job) {
@@ -35,7 +38,7 @@ export function jobView(ctx, jobId) {
     cancel.hidden = TERMINAL.has(job.status);
     cancel.disabled = job.cancel_requested;
     if (job.cancel_requested && !TERMINAL.has(job.status)) cancel.textContent = "Canceling after the current pages…";
-    for (const page of job.pages) updateCell(page);
+    for (const page of job.pages) updateCell(shownPage(job, page));
     replace(issues, pageIssues(jobId, job.pages));
     if (TERMINAL.has(job.status) && !finished) {
       finished = true;
@@ -93,17 +96,24 @@ export function jobView(ctx, jobId) {
   return { element, focus: title, stop: () => poller.stop() };
 }
 
+/** A canceled job's pages that never ran are listed as pending by the API: shown canceled. */
+function shownPage(job, page) {
+  return job.status === "canceled" && page.status === "pending" ? { ...page, status: "canceled" } : page;
+}
+
 function jobSummary(job) {
-  const groups = job.groups_total ? ` · page groups ${job.groups_done} of ${job.groups_total} done` : "";
+  const failed = job.pages_failed ? `, ${job.pages_failed} failed` : "";
+  const groups = job.groups_total ? ` · page groups: ${job.groups_done} of ${job.groups_total} done` : "";
+  const finished = job.finished_at ? ` · finished ${formatTime(job.finished_at)}` : "";
   return [
-    statusBadge(job.status),
-    " ",
-    progressBar(job.pages_done, job.pages_failed, job.pages_total),
-    h("span", { id: "pages-done" }, ` ${job.pages_done} of ${job.pages_total} pages done`),
-    job.pages_failed ? `, ${job.pages_failed} failed` : "",
-    groups,
-    h("br"),
-    h("span", { class: "hint" }, `${job.priority} · submitted ${formatTime(job.created_at)}`, job.finished_at ? ` · finished ${formatTime(job.finished_at)}` : ""),
+    h(
+      "p",
+      { class: "counts" },
+      statusBadge(job.status),
+      progressBar(job.pages_done, job.pages_failed, job.pages_total),
+      h("span", { id: "pages-done" }, `${job.pages_done} of ${job.pages_total} pages done${failed}${groups}`),
+    ),
+    h("p", { class: "hint" }, `${job.priority} priority · submitted ${formatTime(job.created_at)}${finished}`),
     job.error ? h("p", { class: "error" }, job.error) : null,
   ];
 }

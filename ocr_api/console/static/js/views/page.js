@@ -2,6 +2,7 @@
 // Hovering (or focusing) a block highlights both its box and its text. Arrow keys and the
 // previous/next links move through the job's pages.
 
+import { isPermanent } from "../api.js";
 import { errorMessage, h, heading, replace, statusBadge } from "../dom.js";
 import { Poller } from "../poller.js";
 import { blockLayer } from "./blocks.js";
@@ -31,7 +32,10 @@ export function pageView(ctx, jobId, pageNo) {
     async () => {
       const job = await ctx.api.getJob(jobId);
       const page = job.pages.find((p) => p.page === pageNo);
-      if (!page) throw new Error(`This job has no page ${pageNo}.`);
+      if (!page) {
+        replace(state, h("p", { class: "error", role: "alert" }, `This job has no page ${pageNo}.`));
+        return false;
+      }
       replace(title, `Page ${pageNo} `, h("span", { class: "of" }, `of ${job.source}`));
       replace(pager, pagerLinks(jobId, job.pages, pageNo));
       replace(state, statusBadge(page.status), pageNotes(page));
@@ -40,7 +44,10 @@ export function pageView(ctx, jobId, pageNo) {
       return false;
     },
     POLL_MS,
-    (error) => replace(state, errorMessage(error)),
+    (error) => {
+      replace(state, errorMessage(error));
+      return !isPermanent(error);
+    },
   );
 
   async function showResult(page) {
