@@ -26,8 +26,8 @@ def api(host: str, port: int | None, workers: int) -> None:
     from ocr_api.core.settings import get_settings
 
     settings = get_settings()
-    configure_logging(settings.log_level)
     require_database(settings)
+    configure_logging(settings.log_level)
     # An import string and a factory: each of several processes builds its own app (and
     # configures its logging in create_app); log_config=None lets uvicorn's loggers reach
     # the JSON handler instead of installing its own text formatters.
