@@ -35,6 +35,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
 
 T = TypeVar("T")
 # The test stack's page groups (size 3, overlap 1) of a 6-page document output these pages.
@@ -214,6 +215,7 @@ def test_console_upload_watch_read_download_cancel_and_tenancy(
     owner, other = service.stack.new_tenant(), service.stack.new_tenant()
     scan = tmp_path / "minutes-1962.pdf"
     scan.write_bytes(scanned_pdf(sample_pages(6, lines=5, seed=4), seed=4))
+    damaged = _submit_damaged(service, owner)  # runs behind the upload, read at the end
 
     browser.get(f"{service.api_url}/console/")
     _find(browser, "#api-key").send_keys(owner.api_key)
@@ -225,7 +227,9 @@ def test_console_upload_watch_read_download_cancel_and_tenancy(
     job_id = _upload_and_watch(browser, scan, screenshots)
     _check_job_view(browser, service, owner, job_id, screenshots, downloads)
     _check_page_view(browser, service, owner, job_id, screenshots)
-    _cancel_another_job(browser, service, owner, screenshots)
+    canceled = _cancel_another_job(browser, service, owner, screenshots)
+    _check_failed_page(browser, service, owner, damaged)
+    _check_jobs_list(browser, [canceled, job_id, damaged], screenshots)
 
     assert owner.api_key not in browser.current_url
     errors = _console_errors(browser)
@@ -286,7 +290,6 @@ def _check_job_view(
     browser.find_element(By.ID, "nav-jobs").click()
     row = _find(browser, f'#jobs tr[data-job-id="{job_id}"]')
     assert row.get_attribute("data-status") == "succeeded"
-    _shot(browser, screenshots, "jobs")
     row.find_element(By.CSS_SELECTOR, "a.job-link").click()
     _find(browser, ".page-cell.status-succeeded")
 
@@ -352,11 +355,11 @@ def _check_box_lies_on_its_block(
 
 def _cancel_another_job(
     browser: WebDriver, service: Service, tenant: CreatedKey, screenshots: Path
-) -> None:
+) -> str:
     """A long job submitted by the API, canceled from the console."""
     with service.client(tenant) as client:
-        # 9 pages (3 groups) at 100 dpi: long enough to cancel, under the test upload limit.
-        document = scanned_pdf(sample_pages(9, lines=3), seed=9, dpi=100)
+        # 15 pages (7 groups) at 100 dpi: long enough to cancel, under the test upload limit.
+        document = scanned_pdf(sample_pages(15, lines=3), seed=9, dpi=100)
         long_job = submit(client, document).raise_for_status().json()["id"]
     browser.get(f"{service.api_url}/console/#/jobs/{long_job}")
     _find(browser, "#cancel-job").click()
@@ -365,3 +368,56 @@ def _cancel_another_job(
     _shot(browser, screenshots, "job-canceled")
     with service.client(tenant) as client:
         assert client.get(f"/v1/jobs/{long_job}").json()["status"] == "canceled"
+    return long_job
+
+
+def _submit_damaged(service: Service, tenant: CreatedKey) -> str:
+    """A truncated PDF: its pages 3 and 4 fail as damaged, 1 and 2 carry a warning."""
+    whole = scanned_pdf(sample_pages(4, lines=3), seed=5)
+    with service.client(tenant) as client:
+        accepted = submit(client, whole[: int(len(whole) * 0.6)], "cut.pdf", priority="backlog")
+        return str(accepted.raise_for_status().json()["id"])
+
+
+def _check_failed_page(
+    browser: WebDriver, service: Service, tenant: CreatedKey, job_id: str
+) -> None:
+    """Failed pages are marked in the grid and listed with their reasons; a failed page's own
+    screen says why it failed."""
+    with service.client(tenant) as client:
+        job, _ = wait_for(client, job_id, timeout=180)
+    reason = next(p["error"] for p in job["pages"] if p["page"] == 3)
+    browser.get(f"{service.api_url}/console/#/jobs/{job_id}")
+    _find(browser, '.page-cell.status-failed[data-page="3"]')
+    assert "has-warnings" in (
+        browser.find_element(By.CSS_SELECTOR, '.page-cell[data-page="1"]').get_attribute("class")
+        or ""
+    )
+    issues = _find(browser, "#page-issues .issue-list").text
+    assert "Page 3: " + reason in issues and "repaired file" in issues
+    browser.find_element(By.CSS_SELECTOR, '.page-cell[data-page="3"]').click()
+    assert reason in _find(browser, "#page-error").text
+    browser.find_element(By.ID, "prev-page").click()
+    assert "repaired file" in _find(browser, "#page-warnings").text
+
+
+def _check_jobs_list(browser: WebDriver, newest_first: list[str], screenshots: Path) -> None:
+    """Newest first, and the status filter shows only jobs in that status."""
+    browser.find_element(By.ID, "nav-jobs").click()
+    _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")) == 3, 10, "rows")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
+    assert [row.get_attribute("data-job-id") for row in rows] == newest_first
+    _shot(browser, screenshots, "jobs")
+    Select(browser.find_element(By.ID, "status-filter")).select_by_value("canceled")
+    _wait(lambda: browser.current_url.endswith("#/jobs?status=canceled"), 10, "the filter")
+    _wait(
+        lambda: (
+            [
+                r.get_attribute("data-job-id")
+                for r in browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
+            ]
+            == [newest_first[0]]
+        ),
+        10,
+        "only the canceled job",
+    )
