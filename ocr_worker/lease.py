@@ -99,3 +99,17 @@ def return_to_pending(session: Session, group: PageGroup) -> None:
     )
     for page in pages:
         page.status = "pending"
+
+
+def cancel_group(session: Session, group: PageGroup) -> None:
+    """A group of a job that ended without it: it and its unsettled pages say canceled."""
+    group.status, group.lease_owner, group.lease_expires_at = "canceled", None, None
+    pages = session.scalars(
+        select(Page).where(
+            Page.job_id == group.job_id,
+            Page.position.between(group.first_position + group.overlap, group.last_position),
+            Page.status.in_(("pending", "running")),
+        )
+    )
+    for page in pages:
+        page.status = "canceled"

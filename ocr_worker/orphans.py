@@ -3,9 +3,10 @@
 Retention only sees objects through their job's row, so an object without one would stay for
 ever. ``jobs/<id>/...`` whose job row does not exist is swept once older than
 ``orphan_grace_hours`` (the grace covers a submit that has stored its document and not yet
-committed its row). ``inbox/<tenant>/...`` is the tenants' staging area for JSON submits (which
-copy the document into the job): a backlog may wait there for days, so it is swept only when an
-operator sets ``inbox_retention_hours``.
+committed its row). A deleted job (its row is a tombstone) owns nothing: whatever a worker
+still running wrote after the DELETE is swept at once. ``inbox/<tenant>/...`` is the tenants'
+staging area for JSON submits (which copy the document into the job): a backlog may wait there
+for days, so it is swept only when an operator sets ``inbox_retention_hours``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core.db import utcnow
 from ocr_api.core.models import Job
-from ocr_api.core.storage import ObjectStore
+from ocr_api.core.storage import ObjectStore, StoredObject
 
 log = structlog.get_logger(__name__)
 
@@ -34,15 +35,20 @@ def sweep_orphan_objects(
     inbox_retention_hours: float | None = None,
     now: datetime | None = None,
 ) -> list[str]:
-    """Delete orphaned objects older than the grace; returns their keys."""
+    """Delete orphaned objects older than the grace (a deleted job's at once); returns their
+    keys."""
     now = now or utcnow()
     cutoff = now - timedelta(hours=grace_hours)
-    by_job: dict[str, list[str]] = defaultdict(list)
+    by_job: dict[str, list[StoredObject]] = defaultdict(list)
     for obj in store.objects_under(_JOBS):
-        if obj.modified < cutoff:
-            by_job[obj.key[len(_JOBS) :].split("/", 1)[0]].append(obj.key)
-    known = _existing_job_ids(sessions, list(by_job))
-    orphaned = [key for job_id, keys in by_job.items() if job_id not in known for key in keys]
+        by_job[obj.key[len(_JOBS) :].split("/", 1)[0]].append(obj)
+    deleted = _deleted_by_job(sessions, list(by_job))
+    orphaned = [
+        obj.key
+        for job_id, objects in by_job.items()
+        for obj in objects
+        if deleted.get(job_id) or (job_id not in deleted and obj.modified < cutoff)
+    ]
     if inbox_retention_hours is not None:
         inbox_cutoff = now - timedelta(hours=inbox_retention_hours)
         orphaned += [o.key for o in store.objects_under(_INBOX) if o.modified < inbox_cutoff]
@@ -52,10 +58,12 @@ def sweep_orphan_objects(
     return orphaned
 
 
-def _existing_job_ids(sessions: sessionmaker[Session], job_ids: list[str]) -> set[str]:
-    found: set[str] = set()
+def _deleted_by_job(sessions: sessionmaker[Session], job_ids: list[str]) -> dict[str, bool]:
+    """Whether each job that has a row is deleted; a job without one is absent."""
+    found: dict[str, bool] = {}
     with sessions() as session:
         for start in range(0, len(job_ids), 500):
             chunk = job_ids[start : start + 500]
-            found.update(session.scalars(select(Job.id).where(Job.id.in_(chunk))))
+            rows = session.execute(select(Job.id, Job.deleted_at).where(Job.id.in_(chunk)))
+            found.update((job_id, deleted_at is not None) for job_id, deleted_at in rows)
     return found

@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core import job_lifecycle
+from ocr_api.core import job_lifecycle, object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
@@ -237,6 +237,10 @@ class PageGroupPipeline:
             assert group is not None and job is not None
             if group.status != "pending" and group.lease_owner != claimed.lease_token:
                 return False
+            if job.deleted_at is not None:  # deleted while it ran: keep nothing of it
+                self.store.delete(list(keys.values()))
+                group.status, group.finished_at, group.lease_owner = "canceled", utcnow(), None
+                return True  # settled: advancing finishes the job, writing nothing
             now = utcnow()
             results_by_page = {r.page: r for r in results}
             for page in _group_pages(session, group):
@@ -272,19 +276,26 @@ class PageGroupPipeline:
 
     def _advance(self, job_id: str, group_index: int) -> None:
         """Queue the next group if it is not queued yet (groups in order), or finish the job
-        once every group is settled (in order, or in parallel). Row locks make it idempotent."""
+        once every group is settled (in order, or in parallel), or once a cancel was asked and
+        no group runs any more. Row locks make it idempotent."""
         finished, complete, delivery_id = False, False, None
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)
             if job is None or job.status in job_lifecycle.TERMINAL:
                 return
             following = _lock_group(session, job_id, group_index + 1)
-            if job.cancel_requested:
-                finished, delivery_id = True, self._finish_canceled(session, job)
+            groups = _groups_by_status(session, job_id)
+            if groups.keys() <= {"done", "failed"}:
+                # Every page is settled: the job ends with its outcome, even if a cancel came
+                # in while its last group ran (there was nothing left to stop).
+                complete = True
+            elif job.cancel_requested:
+                # A group still running elsewhere (groups in parallel) finishes the job when
+                # it is recorded, so no page it writes lands after the job's end.
+                if not groups.get("running"):
+                    finished, delivery_id = True, self._finish_canceled(session, job)
             elif following is not None and following.enqueued_at is None:
                 queue_group(self.dispatcher, following, priority=job.priority)
-            else:
-                complete = _unsettled_groups(session, job_id) == 0
         if complete:
             finished, delivery_id = self._complete(job_id)
         if delivery_id:
@@ -301,7 +312,8 @@ class PageGroupPipeline:
         with self.sessions() as session:
             job = session.get(Job, job_id)
             assert job is not None
-            assembly.write_document(self.store, job, status=job_lifecycle.outcome(job))
+            if job.deleted_at is None:
+                assembly.write_document(self.store, job, status=job_lifecycle.outcome(job))
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)
             if job is None or job.status in job_lifecycle.TERMINAL:
@@ -314,13 +326,19 @@ class PageGroupPipeline:
     def _finish_canceled(self, session: Session, job: Job) -> str | None:
         """Stopped between groups: the partial result lists the pages never run as canceled."""
         job_lifecycle.finish_canceled(job)
-        assembly.write_document(self.store, job, status=job.status)
+        if job.deleted_at is None:
+            assembly.write_document(self.store, job, status=job.status)
         return self._finished(session, job)
 
     def _finished(self, session: Session, job: Job) -> str | None:
-        assembly.write_progress(self.store, job)
         log.info("job.finished", job_id=job.id, status=job.status, pages_failed=job.pages_failed)
-        return record_job_finished(session, job, public_base_url=self.settings.public_base_url)
+        if job.deleted_at is not None:
+            # Deleted while it ran: whatever this document's workers wrote since goes too (a
+            # worker that dies first leaves its objects to the orphan sweep). No webhook.
+            self.store.delete(self.store.keys_under(object_keys.job_prefix(job.id)))
+            return None
+        assembly.write_progress(self.store, job)
+        return record_job_finished(session, job, settings=self.settings)
 
 
 def _flagged(result: PageResult, flags: dict[int, tuple[str, ...]]) -> PageResult:
@@ -374,12 +392,11 @@ def _recount(session: Session, job: Job) -> None:
     job.pages_failed = counts.get("failed", 0)
 
 
-def _unsettled_groups(session: Session, job_id: str) -> int:
-    return (
-        session.scalar(
-            select(func.count())
-            .select_from(PageGroup)
-            .where(PageGroup.job_id == job_id, PageGroup.status.not_in(("done", "failed")))
-        )
-        or 0
+def _groups_by_status(session: Session, job_id: str) -> dict[str, int]:
+    """How many of the job's groups are in each status (only the statuses some group is in)."""
+    rows = session.execute(
+        select(PageGroup.status, func.count())
+        .where(PageGroup.job_id == job_id)
+        .group_by(PageGroup.status)
     )
+    return {status: count for status, count in rows.all()}

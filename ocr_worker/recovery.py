@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
+from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job, PageGroup
-from ocr_worker.lease import return_to_pending
+from ocr_worker.lease import cancel_group, return_to_pending
 
 log = structlog.get_logger(__name__)
 
@@ -30,6 +31,9 @@ def recover_stale_groups(sessions: sessionmaker[Session], dispatcher: Dispatcher
             job = session.get(Job, group.job_id)
             assert job is not None
             return_to_pending(session, group)
+            if job.status in TERMINAL:  # it ended meanwhile: nothing will run the group again
+                cancel_group(session, group)
+                continue
             queue_group(dispatcher, group, priority=job.priority)
             recovered.append(f"{group.job_id}:{group.group_index}")
             log.warning("page_group.recovered", job_id=group.job_id, page_group=group.group_index)

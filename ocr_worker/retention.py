@@ -1,6 +1,7 @@
 """Deleting what retention no longer keeps: a finished job's document and results, after
 ``result_retention_days``. The job's record stays and says when, so a late client gets 410 with
-the reason instead of a puzzling 404."""
+the reason instead of a puzzling 404. A job its client deleted is not retention's: DELETE removed
+its objects, and the orphan sweep (``orphans.py``) takes what a worker wrote after."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def _purge_batch(
                 Job.status.in_(TERMINAL),
                 Job.finished_at < cutoff,
                 Job.results_deleted_at.is_(None),
+                Job.deleted_at.is_(None),  # DELETE removed them; late leftovers are orphans
             )
             .order_by(Job.finished_at)
             .limit(batch)

@@ -49,12 +49,34 @@ def request_cancel(job: Job) -> None:
 
 
 def finish_canceled(job: Job) -> None:
-    """Canceled now: page groups not yet run never will be."""
+    """Canceled now: page groups not yet run never will be, and their pages say so (a client
+    polling them must not wait for ever). A job whose every page is settled ends with its
+    outcome instead: a cancel that came in while its last group ran stopped nothing."""
+    if every_page_settled(job):
+        finish(job)
+        return
     _move(job, CANCELED)
     job.finished_at = utcnow()
     for group in job.groups:
         if group.status == "pending":
-            group.status = "canceled"
+            group.status = CANCELED
+    for page in job.pages:
+        if page.status in ("pending", "running"):
+            page.status = CANCELED
+
+
+def delete(job: Job, *, deleted_by: str) -> None:
+    """DELETE: an unfinished job is canceled as by a cancel request; the record stays as a
+    tombstone saying when and by whom (its objects are the caller's to remove)."""
+    if job.status not in TERMINAL:
+        request_cancel(job)
+    job.deleted_at, job.deleted_by = utcnow(), deleted_by
+
+
+def every_page_settled(job: Job) -> bool:
+    """Every page succeeded or failed (the counters the pipeline keeps under the job's lock).
+    A job with no pages yet (a batch document not read) has nothing settled."""
+    return job.page_count > 0 and (job.pages_done or 0) >= job.page_count
 
 
 def outcome(job: Job) -> str:

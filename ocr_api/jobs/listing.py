@@ -32,7 +32,7 @@ def list_jobs(
     limit: int = 20,
     cursor: str | None = None,
 ) -> JobPage:
-    query = select(Job).where(Job.tenant_id == tenant_id)
+    query = select(Job).where(Job.tenant_id == tenant_id, Job.deleted_at.is_(None))
     if status is not None:
         query = query.where(Job.status == status)
     if cursor is not None:

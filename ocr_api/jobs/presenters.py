@@ -8,6 +8,7 @@ from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
 from ocr_api.jobs.schemas import JobPublic, JobSummary, PagePublic, WebhookPublic
+from ocr_api.jobs.urls import job_url
 
 
 def _expires_at(job: Job, settings: Settings) -> datetime | None:
@@ -28,7 +29,7 @@ def summary(job: Job, settings: Settings) -> JobSummary:
         metadata=job.job_metadata,
         created_at=job.created_at,
         finished_at=job.finished_at,
-        status_url=f"/v1/jobs/{job.id}",
+        status_url=job_url(settings, job.id),
         results_expire_at=_expires_at(job, settings),
         results_deleted_at=job.results_deleted_at,
     )
@@ -58,7 +59,7 @@ def public(job: Job, settings: Settings) -> JobPublic:
         cancel_requested=job.cancel_requested,
         error=job.error,
         started_at=job.started_at,
-        result_url=f"/v1/jobs/{job.id}/result" if job.status in TERMINAL else None,
+        result_url=job_url(settings, job.id, "/result") if job.status in TERMINAL else None,
         webhook=_webhook(job),
         pages=[
             PagePublic(

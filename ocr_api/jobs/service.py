@@ -1,10 +1,13 @@
-"""Submitting, reading and canceling jobs. Keyword-only functions, no framework code."""
+"""Submitting, reading, canceling and deleting jobs. Keyword-only functions, no framework code."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -13,6 +16,7 @@ from ocr_api.core import job_lifecycle, object_keys
 from ocr_api.core.db import transaction
 from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.errors import (
+    Conflict,
     Gone,
     InvalidRequest,
     NotFound,
@@ -27,6 +31,8 @@ from ocr_api.core.storage import ObjectNotFound, ObjectStore
 from ocr_api.jobs.documents import CONTENT_TYPES, InspectedFile, inspect_file, parse_page_selection
 from ocr_api.webhooks.events import record_job_finished
 from ocr_api.webhooks.url_policy import check_webhook_url
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,9 +67,12 @@ def submit_job(
     idempotency_key: str | None = None,
 ) -> Submitted:
     """Validate, store the document, record the job, then queue its first page group (every
-    group, when the engine lets them run in parallel)."""
+    group, when the engine lets them run in parallel). A retry with the same Idempotency-Key
+    and the same request returns the first job; the key reused for another request is 409."""
+    idempotency_key = idempotency_key or None  # "" is no key: never stored, never matched
+    fingerprint = request_fingerprint(files, options) if idempotency_key else None
     if idempotency_key and (existing := _find_by_key(sessions, tenant_id, idempotency_key)):
-        return Submitted(existing, replayed=True)
+        return _replayed(existing, idempotency_key, fingerprint)
     _check_options(options, settings)
     _check_queue_room(sessions, settings)
     inspected = [inspect_file(upload.name, upload.data) for upload in files]
@@ -77,6 +86,7 @@ def submit_job(
         priority=options.priority,
         engine=settings.engine,
         idempotency_key=idempotency_key,
+        request_fingerprint=fingerprint,
         source_name=", ".join(f.name for f in inspected)[:500],
         webhook_url=options.webhook_url,
         job_metadata=options.metadata,
@@ -90,11 +100,39 @@ def submit_job(
         # A concurrent submit with the same Idempotency-Key won the unique constraint.
         winner = idempotency_key and _find_by_key(sessions, tenant_id, idempotency_key)
         if isinstance(error, IntegrityError) and winner:
-            return Submitted(winner, replayed=True)
+            return _replayed(winner, idempotency_key or "", fingerprint)
         raise
     parallel = settings.page_groups_in_parallel
     _dispatch(sessions, store, dispatcher, job, list(stored.values()), every_group=parallel)
     return Submitted(job, replayed=False)
+
+
+def request_fingerprint(files: list[UploadedFile], options: JobOptions) -> str:
+    """What makes two submits the same request: the files (names, bytes, order) and every
+    option. Lengths go before contents so no two different requests hash alike."""
+    digest = hashlib.sha256()
+    for upload in files:
+        name = upload.name.encode()
+        digest.update(b"%d:%s%d:" % (len(name), name, len(upload.data)))
+        digest.update(upload.data)
+    chosen = {
+        "pages": options.pages,
+        "webhook_url": options.webhook_url,
+        "priority": options.priority,
+        "metadata": options.metadata,
+    }
+    digest.update(json.dumps(chosen, sort_keys=True, separators=(",", ":")).encode())
+    return digest.hexdigest()
+
+
+def _replayed(job: Job, key: str, fingerprint: str | None) -> Submitted:
+    # A job submitted before fingerprints were stored cannot be compared: replayed as before.
+    if job.request_fingerprint is not None and job.request_fingerprint != fingerprint:
+        raise Conflict(
+            f"Idempotency-Key {key!r} was used for a different request (job {job.id}); "
+            "use a new key for a new document or new options"
+        )
+    return Submitted(job, replayed=True)
 
 
 def _check_options(options: JobOptions, settings: Settings) -> None:
@@ -109,7 +147,9 @@ def _check_options(options: JobOptions, settings: Settings) -> None:
 def _check_queue_room(sessions: sessionmaker[Session], settings: Settings) -> None:
     with sessions() as session:
         queued = session.scalar(
-            select(func.count()).select_from(Job).where(Job.status == job_lifecycle.QUEUED)
+            select(func.count())
+            .select_from(Job)
+            .where(Job.status == job_lifecycle.QUEUED, Job.deleted_at.is_(None))
         )
     if (queued or 0) >= settings.queue_max_size:
         raise QueueFull(
@@ -245,11 +285,21 @@ def load_object_input(
 
 
 def get_job(session: Session, *, tenant_id: str, job_id: str, for_update: bool = False) -> Job:
-    """Another tenant's job is reported exactly like a missing one: 404."""
+    """Another tenant's job is reported exactly like a missing one: 404. A deleted one is 410,
+    for every read and action: its tombstone says when and by whom."""
     job = session.get(Job, job_id, with_for_update=for_update)
     if job is None or job.tenant_id != tenant_id:
         raise NotFound(f"job {job_id} not found")
+    ensure_not_deleted(job)
     return job
+
+
+def ensure_not_deleted(job: Job) -> None:
+    if job.deleted_at is not None:
+        raise Gone(
+            f"job {job.id} was deleted on {job.deleted_at:%Y-%m-%d at %H:%M:%S} UTC by "
+            f"{job.deleted_by}; its document and results are gone"
+        )
 
 
 def ensure_results_kept(job: Job, settings: Settings) -> None:
@@ -270,17 +320,43 @@ def cancel_job(
     tenant_id: str,
     job_id: str,
 ) -> None:
-    """A queued job is canceled now (and its webhook sent); a running one after its group."""
+    """A queued job is canceled now (and its webhook sent); a running one after its group (asked
+    again: the same answer). A finished job has nothing to cancel: 409."""
     delivery_id = None
     with transaction(sessions) as session:
         # Locked, as the workers lock it, so a claim or a finish in flight is not overwritten.
         job = get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
         if job.status in job_lifecycle.TERMINAL:
-            return
+            raise Conflict(f"job {job_id} already finished ({job.status}); nothing to cancel")
         job_lifecycle.request_cancel(job)
         if job.status == job_lifecycle.CANCELED:
-            delivery_id = record_job_finished(
-                session, job, public_base_url=settings.public_base_url
-            )
+            delivery_id = record_job_finished(session, job, settings=settings)
     if delivery_id:
         dispatcher.enqueue_webhook(delivery_id=delivery_id)
+
+
+def delete_job(
+    *,
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    settings: Settings,
+    tenant_id: str,
+    job_id: str,
+    deleted_by: str,
+) -> None:
+    """Cancel the job if it is unfinished (a running one stops after its group, and its worker
+    records nothing), delete its document and every result, keep the record as a tombstone.
+    No webhook: the client asked to forget the job, and its status URL answers 410."""
+    # dispatcher and settings are unused: nothing is queued (a queued job's message finds the
+    # job finished) and no webhook is sent.
+    with transaction(sessions) as session:
+        job = get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
+        job_lifecycle.delete(job, deleted_by=deleted_by)
+    # After the commit: a worker writing from now on finds the tombstone and removes what it
+    # wrote, and whatever it writes before is listed here.
+    try:
+        store.delete(store.keys_under(object_keys.job_prefix(job_id)))
+    except Exception as error:  # the store is down: the orphan sweep deletes them later
+        log.warning("job.delete_objects_failed", job_id=job_id, error=str(error))
+    log.info("job.deleted", job_id=job_id, deleted_by=deleted_by)

@@ -8,9 +8,11 @@ from sqlalchemy.orm import Session
 
 from ocr_api.core.db import utcnow
 from ocr_api.core.models import Job, WebhookDelivery, new_id
+from ocr_api.core.settings import Settings
+from ocr_api.jobs.urls import job_url
 
 
-def record_job_finished(session: Session, job: Job, *, public_base_url: str) -> str | None:
+def record_job_finished(session: Session, job: Job, *, settings: Settings) -> str | None:
     """Store the job's terminal event; returns the delivery id, or None without a webhook URL."""
     if not job.webhook_url:
         return None
@@ -26,8 +28,8 @@ def record_job_finished(session: Session, job: Job, *, public_base_url: str) -> 
             "pages_done": job.pages_done,
             "pages_failed": job.pages_failed,
             "error": job.error,
-            "status_url": f"{public_base_url}/v1/jobs/{job.id}",
-            "result_url": f"{public_base_url}/v1/jobs/{job.id}/result",
+            "status_url": job_url(settings, job.id),
+            "result_url": job_url(settings, job.id, "/result"),
             "metadata": job.job_metadata,
         },
     }

@@ -6,12 +6,18 @@ the real engines run in tests/worker/test_rapidocr.py and the end-to-end tests.
 
 from __future__ import annotations
 
+import json
+from collections import deque
+from collections.abc import Callable
+
 import pytest
 from sqlalchemy import select
 
+from ocr_api.core import object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction
-from ocr_api.core.models import Page, PageGroup
+from ocr_api.core.models import Job, Page, PageGroup
+from ocr_api.jobs.service import cancel_job, delete_job
 from ocr_worker.assembly import load_page_results
 from ocr_worker.engines.base import PageGroupInput
 from ocr_worker.recovery import recover_stale_groups
@@ -132,3 +138,127 @@ def test_parallel_groups_finishing_in_any_order_complete_the_job_once(harness) -
     assert texts == [f"text of page {n}" for n in range(1, 8)]  # in page order
     assert pipeline.run(*queued[0]) == "finished"  # redelivered after the end: a no-op
     assert harness.job(job_id).finished_at == job.finished_at
+
+
+class HookedEngine(ScriptedEngine):
+    """Runs ``hooks[n]`` while it decodes its n-th group: a client acting mid-group."""
+
+    def __init__(self, hooks: dict[int, Callable[[], None]]) -> None:
+        super().__init__()
+        self.hooks = hooks
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        if hook := self.hooks.get(len(self.calls)):
+            hook()
+        return super().run_group(group)
+
+
+def _cancel(harness, job_id: str) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+    return lambda: cancel_job(
+        harness.sessions,
+        harness.dispatcher,
+        harness.settings,
+        tenant_id=harness.tenant_id,
+        job_id=job_id,
+    )
+
+
+def _document_statuses(harness, job_id: str) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """Each page's status as every object a client reads shows it."""
+
+    def read(fmt: str) -> bytes:
+        return harness.store.get(object_keys.result_key(job_id, fmt))
+
+    progress = json.loads(harness.store.get(object_keys.progress_key(job_id)))
+    return {
+        "status": [p.status for p in harness.job(job_id).pages],
+        "progress.json": [p["status"] for p in progress["pages"]],
+        "result.json": [p["status"] for p in json.loads(read("json"))["pages"]],
+        "pages.jsonl": [json.loads(line)["status"] for line in read("jsonl").splitlines()],
+    }
+
+
+def test_a_job_canceled_mid_document_lists_every_unstarted_page_as_canceled(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(7)
+    engine = HookedEngine({0: _cancel(harness, job_id)})
+    harness.drain(engine)
+    assert [c[1] for c in engine.calls] == [[1, 2, 3]]  # stopped after its group
+    job = harness.job(job_id)
+    assert (job.status, job.pages_done) == ("canceled", 3)
+    expected = ["succeeded"] * 3 + ["canceled"] * 4
+    assert _document_statuses(harness, job_id) == dict.fromkeys(
+        ("status", "progress.json", "result.json", "pages.jsonl"), expected
+    )
+    assert [g.status for g in job.groups] == ["done", "canceled", "canceled"]
+
+
+def test_regression_a_cancel_during_the_last_group_leaves_a_succeeded_job(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(7)
+    harness.drain(HookedEngine({2: _cancel(harness, job_id)}))
+    job = harness.job(job_id)
+    assert (job.status, job.pages_done, job.cancel_requested) == ("succeeded", 7, True)
+    assert json.loads(harness.store.get(object_keys.result_key(job_id, "json")))["status"] == (
+        "succeeded"
+    )
+
+
+@pytest.mark.parametrize("harness", [{"parallel_page_groups": True}], indirect=True)
+def test_a_cancel_waits_for_the_group_still_running_elsewhere(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(7)
+    first, second, third = list(harness.dispatcher.groups)
+    harness.dispatcher.groups.clear()
+    other_worker = harness.pipeline(ScriptedEngine())
+    seen: list[str] = []
+
+    def cancel_then_another_worker_takes_group_1() -> None:
+        _cancel(harness, job_id)()
+        seen.append(other_worker.run(*second))
+        seen.append(harness.job(job_id).status)
+
+    pipeline = harness.pipeline(HookedEngine({0: cancel_then_another_worker_takes_group_1}))
+    assert pipeline.run(*first) == "ran"
+    assert seen == ["canceled", "running"]  # not finished while group 0 still ran
+    job = harness.job(job_id)
+    assert job.status == "canceled"
+    assert [p.status for p in job.pages] == ["succeeded"] * 3 + ["canceled"] * 4
+    assert pipeline.run(*third) == "finished"
+
+
+def test_a_job_deleted_while_its_group_runs_leaves_nothing_in_storage(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(7)
+
+    def delete() -> None:
+        delete_job(
+            sessions=harness.sessions,
+            store=harness.store,
+            dispatcher=harness.dispatcher,
+            settings=harness.settings,
+            tenant_id=harness.tenant_id,
+            job_id=job_id,
+            deleted_by="t",
+        )
+
+    engine = HookedEngine({0: delete})
+    harness.drain(engine)
+    assert len(engine.calls) == 1
+    assert harness.store.keys_under(object_keys.job_prefix(job_id)) == []
+    job = harness.job(job_id)
+    assert job.status == "canceled" and job.deleted_by == "t" and job.deleted_at is not None
+
+
+def test_a_stale_group_of_a_job_that_ended_is_canceled_not_run_again(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(4)
+
+    def end_the_job_meanwhile() -> None:  # as a worker of an older release could leave it
+        with transaction(harness.sessions) as session:
+            job = session.get(Job, job_id)
+            assert job is not None
+            job.status = "canceled"
+        _expire_leases(harness)
+        assert recover_stale_groups(harness.sessions, harness.dispatcher) == []
+
+    harness.drain(HookedEngine({0: end_the_job_meanwhile}))
+    job = harness.job(job_id)
+    assert [p.status for p in job.pages[:3]] == ["canceled"] * 3  # group 0's pages
+    assert job.groups[0].status == "canceled"
+    assert harness.dispatcher.groups == deque()  # nothing queued again
