@@ -38,7 +38,9 @@ class AppState:
             sessions=make_session_factory(make_engine(settings.database)),
             store=make_object_store(settings.s3),
             celery=celery,
-            dispatcher=CeleryDispatcher(celery, settings.group_time_limit),
+            dispatcher=CeleryDispatcher(
+                celery, settings.group_time_limit, settings.long_document_pages
+            ),
             redis=redis.Redis.from_url(settings.redis.url, socket_timeout=2),
         )
 

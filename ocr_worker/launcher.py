@@ -14,9 +14,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from ocr_api.core.contracts import QUEUE_BACKLOG, QUEUE_CONTROL, QUEUE_INTERACTIVE
+from ocr_api.core.contracts import OCR_QUEUES, QUEUE_CONTROL
 
-OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_BACKLOG)
 # Our app and its tasks; --quiet: no banner printed around the JSON log lines.
 CELERY_ARGV = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "--quiet"]
 

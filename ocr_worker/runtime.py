@@ -37,7 +37,9 @@ class WorkerRuntime:
             settings=settings,
             sessions=make_session_factory(make_engine(settings.database)),
             store=make_object_store(settings.s3),
-            dispatcher=CeleryDispatcher(app, settings.group_time_limit),
+            dispatcher=CeleryDispatcher(
+                app, settings.group_time_limit, settings.long_document_pages
+            ),
             http=httpx.Client(),
         )
 

@@ -12,13 +12,23 @@ TASK_RECOVER = "ocr.recover_stale_groups"
 TASK_DELIVER_WEBHOOK = "webhooks.deliver"
 TASK_PURGE_EXPIRED = "ocr.purge_expired_results"
 TASK_SWEEP_ORPHANS = "ocr.sweep_orphan_objects"
+TASK_ADMIT = "ocr.admit_waiting"  # the feeder: waiting jobs into the broker, batches finished
 
 QUEUE_INTERACTIVE = "ocr.interactive"
 QUEUE_BACKLOG = "ocr.backlog"
+QUEUE_LONG = "ocr.long"  # documents of long_document_pages or more, whatever their priority
 QUEUE_CONTROL = "control"
+OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_BACKLOG, QUEUE_LONG)
 
 Priority = Literal["interactive", "backlog"]
 PRIORITY_QUEUES: dict[str, str] = {"interactive": QUEUE_INTERACTIVE, "backlog": QUEUE_BACKLOG}
+
+
+def page_group_queue(priority: str, *, document_pages: int, long_document_pages: int) -> str:
+    """Long documents have their own pool, so one never holds short ones behind it."""
+    if document_pages >= long_document_pages:
+        return QUEUE_LONG
+    return PRIORITY_QUEUES[priority]
 
 
 class Block(BaseModel):

@@ -7,32 +7,55 @@ from typing import Protocol
 
 from celery import Celery
 
-from ocr_api.core.contracts import PRIORITY_QUEUES, TASK_DELIVER_WEBHOOK, TASK_PAGE_GROUP
+from ocr_api.core.contracts import (
+    TASK_ADMIT,
+    TASK_DELIVER_WEBHOOK,
+    TASK_PAGE_GROUP,
+    page_group_queue,
+)
 from ocr_api.core.db import utcnow
 from ocr_api.core.models import PageGroup
 
 
 class Dispatcher(Protocol):
     def enqueue_group(
-        self, *, job_id: str, group_index: int, priority: str, group_pages: int
+        self,
+        *,
+        job_id: str,
+        group_index: int,
+        priority: str,
+        group_pages: int,
+        document_pages: int = 0,
     ) -> str | None: ...
 
     def enqueue_webhook(self, *, delivery_id: str, countdown: float = 0) -> None: ...
 
 
 class CeleryDispatcher:
-    def __init__(self, app: Celery, time_limit: Callable[[int], int]) -> None:
+    def __init__(
+        self, app: Celery, time_limit: Callable[[int], int], long_document_pages: int = 50
+    ) -> None:
         self.app = app
         self.time_limit = time_limit  # seconds for a group of n pages
+        self.long_document_pages = long_document_pages
 
     def enqueue_group(
-        self, *, job_id: str, group_index: int, priority: str, group_pages: int
+        self,
+        *,
+        job_id: str,
+        group_index: int,
+        priority: str,
+        group_pages: int,
+        document_pages: int = 0,
     ) -> str | None:
         hard = self.time_limit(group_pages)
+        queue = page_group_queue(
+            priority, document_pages=document_pages, long_document_pages=self.long_document_pages
+        )
         result = self.app.send_task(
             TASK_PAGE_GROUP,
             args=[job_id, group_index],
-            queue=PRIORITY_QUEUES[priority],
+            queue=queue,
             time_limit=hard,
             soft_time_limit=max(1, hard - 15),
         )
@@ -40,6 +63,10 @@ class CeleryDispatcher:
 
     def enqueue_webhook(self, *, delivery_id: str, countdown: float = 0) -> None:
         self.app.send_task(TASK_DELIVER_WEBHOOK, args=[delivery_id], countdown=countdown)
+
+    def enqueue_admission(self) -> None:
+        """An admission round now (beat runs one every admission.interval_seconds anyway)."""
+        self.app.send_task(TASK_ADMIT)
 
 
 def queue_group(dispatcher: Dispatcher, group: PageGroup, *, priority: str) -> None:
@@ -49,5 +76,6 @@ def queue_group(dispatcher: Dispatcher, group: PageGroup, *, priority: str) -> N
         group_index=group.group_index,
         priority=priority,
         group_pages=group.num_pages,
+        document_pages=group.job.page_count,
     )
     group.enqueued_at = utcnow()

@@ -1,4 +1,4 @@
-"""The schema: tenants and their keys, jobs, pages, page groups, webhook deliveries."""
+"""The schema: tenants and their keys, batches, jobs, pages, page groups, webhook deliveries."""
 
 from __future__ import annotations
 
@@ -35,11 +35,34 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
+class Batch(Base):
+    """Many documents with one set of options; each document is a job with ``batch_id`` set."""
+
+    __tablename__ = "batches"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key"),
+        Index("ix_batches_tenant_listing", "tenant_id", "created_at", "id"),
+    )
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), index=True)  # open, running, then terminal
+    priority: Mapped[str] = mapped_column(String(16))
+    pages: Mapped[str | None] = mapped_column(String(500))  # the page range of each document
+    webhook_url: Mapped[str | None] = mapped_column(Text)
+    batch_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # no more documents
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
 class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         UniqueConstraint("tenant_id", "idempotency_key"),
         Index("ix_jobs_tenant_listing", "tenant_id", "created_at", "id"),  # GET /v1/jobs pages
+        Index("ix_jobs_batch_listing", "batch_id", "created_at", "id"),
     )
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
@@ -60,6 +83,12 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    batch_id: Mapped[str | None] = mapped_column(ForeignKey("batches.id"))
+    # Unset while the job waits in Postgres for the feeder (ocr_api/jobs/admission_service.py).
+    admitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # A batch document not yet read: its inbox object and the page range to take from it.
+    input_key: Mapped[str | None] = mapped_column(String(1000))
+    page_selection: Mapped[str | None] = mapped_column(String(500))
     # Set when retention deleted the document and its results; the record stays.
     results_deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # Set by DELETE: the objects are gone and reads answer 410; the row stays as a tombstone.
@@ -130,7 +159,13 @@ class WebhookDelivery(Base):
 
     __tablename__ = "webhook_deliveries"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    # A job's event, or a batch's (exactly one of the two is set).
+    job_id: Mapped[str | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), index=True
+    )
+    batch_id: Mapped[str | None] = mapped_column(
+        ForeignKey("batches.id", ondelete="CASCADE"), index=True
+    )
     event_type: Mapped[str] = mapped_column(String(64))
     url: Mapped[str] = mapped_column(Text)
     body: Mapped[str] = mapped_column(Text)

@@ -59,6 +59,10 @@ class JobSummary(BaseModel):
         description="when retention deletes the document and results; null: kept"
     )
     results_deleted_at: datetime | None
+    batch_id: str | None = Field(None, description="the batch this document belongs to")
+    idempotency_key: str | None = Field(
+        None, description="the key it was submitted with (uocr submit derives it from the file)"
+    )
 
 
 class JobList(BaseModel):

@@ -8,17 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ocr_api.core.errors import InvalidRequest
-from ocr_api.core.models import Job, Tenant, WebhookDelivery
+from ocr_api.core.models import Batch, Job, Tenant, WebhookDelivery
 
 
 @dataclass(frozen=True)
 class DeadLetter:
     delivery_id: str
-    job_id: str
+    job_id: str | None  # a job's event, or
+    batch_id: str | None  # a batch's
     tenant_name: str
     event_type: str
     url: str
@@ -31,8 +32,9 @@ class DeadLetter:
 def dead_letters(session: Session, *, tenant_name: str | None = None) -> list[DeadLetter]:
     query = (
         select(WebhookDelivery, Tenant.name)
-        .join(Job, Job.id == WebhookDelivery.job_id)
-        .join(Tenant, Tenant.id == Job.tenant_id)
+        .outerjoin(Job, Job.id == WebhookDelivery.job_id)
+        .outerjoin(Batch, Batch.id == WebhookDelivery.batch_id)
+        .join(Tenant, Tenant.id == func.coalesce(Job.tenant_id, Batch.tenant_id))
         .where(WebhookDelivery.status == "failed")
         .order_by(WebhookDelivery.created_at)
     )
@@ -45,6 +47,7 @@ def dead_letters(session: Session, *, tenant_name: str | None = None) -> list[De
             DeadLetter(
                 delivery.id,
                 delivery.job_id,
+                delivery.batch_id,
                 name,
                 delivery.event_type,
                 delivery.url,

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.errors import InvalidRequest
-from ocr_api.core.models import Job, Tenant, WebhookAttempt, WebhookDelivery
+from ocr_api.core.models import Batch, Job, Tenant, WebhookAttempt, WebhookDelivery
 from ocr_api.core.settings import WebhookSettings
 from ocr_api.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign
 from ocr_api.webhooks.url_policy import check_webhook_url
@@ -43,8 +43,7 @@ def attempt_delivery(
         delivery = session.get(WebhookDelivery, delivery_id)
         if delivery is None or delivery.status != "pending":
             return AttemptOutcome("skipped")  # already settled: a duplicate task
-        job = session.get(Job, delivery.job_id)
-        tenant = session.get(Tenant, job.tenant_id) if job else None
+        tenant = session.get(Tenant, _tenant_of(session, delivery))
         assert tenant is not None
         url, body, secret = delivery.url, delivery.body.encode(), tenant.webhook_secret
         attempt_no = delivery.attempts + 1
@@ -63,6 +62,16 @@ def attempt_delivery(
         outcome=outcome.status,
     )
     return outcome
+
+
+def _tenant_of(session: Session, delivery: WebhookDelivery) -> str | None:
+    """The tenant whose secret signs the event: its job's, or its batch's."""
+    owner = (
+        session.get(Job, delivery.job_id)
+        if delivery.job_id
+        else session.get(Batch, delivery.batch_id)
+    )
+    return owner.tenant_id if owner else None
 
 
 def _post(
