@@ -38,7 +38,11 @@ def upgrade() -> None:
     op.create_index("ix_batches_status", "batches", ["status"])
     op.create_index("ix_batches_tenant_listing", "batches", ["tenant_id", "created_at", "id"])
     with op.batch_alter_table("jobs") as batch_op:
-        batch_op.add_column(sa.Column("batch_id", sa.String(36), sa.ForeignKey("batches.id")))
+        batch_op.add_column(
+            sa.Column(
+                "batch_id", sa.String(36), sa.ForeignKey("batches.id", name="fk_jobs_batch_id")
+            )
+        )
         batch_op.add_column(sa.Column("admitted_at", sa.DateTime(timezone=True)))
         batch_op.add_column(sa.Column("input_key", sa.String(1000)))
         batch_op.add_column(sa.Column("page_selection", sa.String(500)))
@@ -56,7 +60,13 @@ def upgrade() -> None:
     with op.batch_alter_table("webhook_deliveries") as batch_op:
         batch_op.alter_column("job_id", existing_type=sa.String(36), nullable=True)
         batch_op.add_column(
-            sa.Column("batch_id", sa.String(36), sa.ForeignKey("batches.id", ondelete="CASCADE"))
+            sa.Column(
+                "batch_id",
+                sa.String(36),
+                sa.ForeignKey(
+                    "batches.id", name="fk_webhook_deliveries_batch_id", ondelete="CASCADE"
+                ),
+            )
         )
         batch_op.create_index("ix_webhook_deliveries_batch_id", ["batch_id"])
 

@@ -6,7 +6,17 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from ocr_api.core.db import Base, UTCDateTime, utcnow
@@ -57,12 +67,24 @@ class Batch(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
+_WAITING = "admitted_at IS NULL AND status = 'queued'"
+
+
 class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         UniqueConstraint("tenant_id", "idempotency_key"),
         Index("ix_jobs_tenant_listing", "tenant_id", "created_at", "id"),  # GET /v1/jobs pages
         Index("ix_jobs_batch_listing", "batch_id", "created_at", "id"),
+        # What the feeder scans each round: only the waiting rows.
+        Index(
+            "ix_jobs_waiting",
+            "tenant_id",
+            "priority",
+            "created_at",
+            postgresql_where=text(_WAITING),
+            sqlite_where=text(_WAITING),
+        ),
     )
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
