@@ -1,7 +1,8 @@
 """A tenant's jobs, newest first, a page at a time.
 
 Keyset pagination: the cursor names the last job shown, so pages stay stable while new jobs
-arrive (an offset would shift under a busy tenant and repeat or skip jobs).
+arrive (an offset would shift under a busy tenant and repeat or skip jobs). Deleted jobs are not
+listed: their tombstones answer only a direct read (410).
 """
 
 from __future__ import annotations
@@ -29,14 +30,17 @@ def list_jobs(
     *,
     tenant_id: str,
     status: str | None = None,
+    batch_id: str | None = None,
     limit: int = 20,
     cursor: str | None = None,
 ) -> JobPage:
     query = select(Job).where(Job.tenant_id == tenant_id, Job.deleted_at.is_(None))
     if status is not None:
         query = query.where(Job.status == status)
+    if batch_id is not None:
+        query = query.where(Job.batch_id == batch_id)
     if cursor is not None:
-        created_at, job_id = _decode(cursor)
+        created_at, job_id = decode_cursor(cursor)
         query = query.where(
             or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id))
         )
@@ -45,14 +49,15 @@ def list_jobs(
     ).all()
     jobs = list(rows[:limit])
     more = len(rows) > limit
-    return JobPage(jobs, _encode(jobs[-1]) if more else None)
+    return JobPage(jobs, encode_cursor(jobs[-1].created_at, jobs[-1].id) if more else None)
 
 
-def _encode(job: Job) -> str:
-    return base64.urlsafe_b64encode(f"{job.created_at.isoformat()}|{job.id}".encode()).decode()
+def encode_cursor(created_at: datetime, row_id: str) -> str:
+    """The cursor after a row of a newest-first listing (jobs here, batches too)."""
+    return base64.urlsafe_b64encode(f"{created_at.isoformat()}|{row_id}".encode()).decode()
 
 
-def _decode(cursor: str) -> tuple[datetime, str]:
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created_at, job_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
         return datetime.fromisoformat(created_at), job_id

@@ -32,6 +32,8 @@ def summary(job: Job, settings: Settings) -> JobSummary:
         status_url=job_url(settings, job.id),
         results_expire_at=_expires_at(job, settings),
         results_deleted_at=job.results_deleted_at,
+        batch_id=job.batch_id,
+        idempotency_key=job.idempotency_key,
     )
 
 
