@@ -11,6 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from ocr_api.batches.router import router as batches_router
 from ocr_api.console.console_files import ConsoleFiles
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import Settings, get_settings
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(results_router)
     app.include_router(page_image_router)
     app.include_router(uploads_router)
+    app.include_router(batches_router)
     app.include_router(health_router)
     app.mount("/console", ConsoleFiles(), name="console")  # the web console (issue 14)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from ocr_api.batches.schemas import BatchAdded, BatchPublic
 from ocr_api.core.contracts import PageResult
 from ocr_api.jobs.schemas import JobAccepted, JobList, JobPublic, JobSummary, ResultLink
 from ocr_api.uploads.schemas import UploadTarget
@@ -159,6 +160,46 @@ class UocrClient:
 
     def delete(self, job_id: str) -> None:
         self._send("DELETE", f"/v1/jobs/{job_id}")
+
+    # Batches ---------------------------------------------------------------------------------
+
+    def create_batch(self, *, idempotency_key: str | None = None, **body: Any) -> BatchPublic:
+        response = self._send(
+            "POST", "/v1/batches", json=_json_options(body), headers=_key_header(idempotency_key)
+        )
+        return BatchPublic.model_validate(response.json())
+
+    def add_documents(self, batch_id: str, documents: list[dict[str, str]]) -> BatchAdded:
+        response = self._send(
+            "POST", f"/v1/batches/{batch_id}/documents", json={"documents": documents}
+        )
+        return BatchAdded.model_validate(response.json())
+
+    def close_batch(self, batch_id: str) -> BatchPublic:
+        response = self._send("POST", f"/v1/batches/{batch_id}/close")
+        return BatchPublic.model_validate(response.json())
+
+    def cancel_batch(self, batch_id: str) -> BatchPublic:
+        response = self._send("POST", f"/v1/batches/{batch_id}/cancel")
+        return BatchPublic.model_validate(response.json())
+
+    def batch(self, batch_id: str) -> BatchPublic:
+        return BatchPublic.model_validate(self._send("GET", f"/v1/batches/{batch_id}").json())
+
+    def batch_jobs(self, batch_id: str, *, page_size: int = 1000) -> Iterator[JobSummary]:
+        params: dict[str, Any] = {"limit": page_size}
+        while True:
+            page = JobList.model_validate(
+                self._send("GET", f"/v1/batches/{batch_id}/jobs", params=params).json()
+            )
+            yield from page.jobs
+            if page.next_cursor is None:
+                return
+            params["cursor"] = page.next_cursor
+
+    def batch_manifest(self, batch_id: str) -> list[dict[str, Any]]:
+        text = self._send("GET", f"/v1/batches/{batch_id}/manifest").text
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     # Transport -------------------------------------------------------------------------------
 

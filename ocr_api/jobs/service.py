@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core import job_lifecycle, object_keys
-from ocr_api.core.db import transaction
+from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.errors import (
     Conflict,
@@ -24,11 +24,11 @@ from ocr_api.core.errors import (
     QueueFull,
     ServiceUnavailable,
 )
-from ocr_api.core.models import Job, Page, PageGroup, new_id
-from ocr_api.core.page_groups import PageGroupPlanner
+from ocr_api.core.models import Job, PageGroup, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
-from ocr_api.jobs.documents import CONTENT_TYPES, InspectedFile, inspect_file, parse_page_selection
+from ocr_api.jobs import intake
+from ocr_api.jobs.documents import inspect_file
 from ocr_api.webhooks.events import record_job_finished
 from ocr_api.webhooks.url_policy import check_webhook_url
 
@@ -74,11 +74,12 @@ def submit_job(
     if idempotency_key and (existing := _find_by_key(sessions, tenant_id, idempotency_key)):
         return _replayed(existing, idempotency_key, fingerprint)
     _check_options(options, settings)
-    _check_queue_room(sessions, settings)
+    if options.priority == "interactive":
+        _check_interactive_room(sessions, settings, tenant_id)
     inspected = [inspect_file(upload.name, upload.data) for upload in files]
     if not inspected:
         raise InvalidRequest("no document: upload a file or name an object")
-    page_refs = _select_pages(inspected, options.pages, settings)
+    page_refs = intake.select_pages(inspected, options.pages, settings)
     job = Job(
         id=new_id(),
         tenant_id=tenant_id,
@@ -92,18 +93,20 @@ def submit_job(
         job_metadata=options.metadata,
         page_count=len(page_refs),
     )
-    stored = _store_inputs(store, job.id, inspected)
+    stored = intake.store_inputs(store, job.id, inspected)
     try:
         _insert_job(sessions, job, page_refs, stored, settings)
     except Exception as error:
-        store.delete(list(stored.values()))
+        store.delete(stored)
         # A concurrent submit with the same Idempotency-Key won the unique constraint.
         winner = idempotency_key and _find_by_key(sessions, tenant_id, idempotency_key)
         if isinstance(error, IntegrityError) and winner:
             return _replayed(winner, idempotency_key or "", fingerprint)
         raise
-    parallel = settings.page_groups_in_parallel
-    _dispatch(sessions, store, dispatcher, job, list(stored.values()), every_group=parallel)
+    if options.priority == "interactive" or _window_has_room(sessions, settings, tenant_id):
+        parallel = settings.page_groups_in_parallel
+        _dispatch(sessions, store, dispatcher, job, stored, every_group=parallel)
+    # Otherwise the job waits in Postgres, accepted, and the feeder admits it in its turn.
     return Submitted(job, replayed=False)
 
 
@@ -144,84 +147,60 @@ def _check_options(options: JobOptions, settings: Settings) -> None:
         )
 
 
-def _check_queue_room(sessions: sessionmaker[Session], settings: Settings) -> None:
+def _check_interactive_room(
+    sessions: sessionmaker[Session], settings: Settings, tenant_id: str
+) -> None:
+    """Interactive submits fail fast (429) past queue_max_size queued of the tenant's own:
+    another tenant's backlog, which waits in Postgres, never fills it."""
     with sessions() as session:
         queued = session.scalar(
             select(func.count())
             .select_from(Job)
-            .where(Job.status == job_lifecycle.QUEUED, Job.deleted_at.is_(None))
+            .where(
+                Job.tenant_id == tenant_id,
+                Job.priority == "interactive",
+                Job.status == job_lifecycle.QUEUED,
+                Job.deleted_at.is_(None),
+            )
         )
     if (queued or 0) >= settings.queue_max_size:
         raise QueueFull(
-            f"the queue is full ({queued} jobs waiting, limit {settings.queue_max_size}); "
-            "retry later",
+            f"the queue is full ({queued} of your interactive jobs waiting, limit "
+            f"{settings.queue_max_size}); retry later",
             retry_after_seconds=30,
         )
 
 
-def _select_pages(
-    inspected: list[InspectedFile], spec: str | None, settings: Settings
-) -> list[tuple[int, int, int]]:
-    """Pages to process as (page_no, file index, index in file), page_no counting across files."""
-    all_pages = [
-        (file_index, page_index)
-        for file_index, f in enumerate(inspected)
-        for page_index in range(f.page_count)
-    ]
-    selected = parse_page_selection(spec, len(all_pages))
-    if len(selected) > settings.max_pages_per_request:
-        raise PayloadTooLarge(
-            f"the document has {len(selected)} pages to process; the limit is "
-            f"{settings.max_pages_per_request} pages per request (max_pages_per_request)"
+def _window_has_room(sessions: sessionmaker[Session], settings: Settings, tenant_id: str) -> bool:
+    """A backlog submit goes straight to the broker while the tenant is under its share and
+    the window has room (ocr_api/core/admission.py); else it waits for the feeder."""
+    with sessions() as session:
+        in_flight = dict(
+            session.execute(
+                select(Job.tenant_id, func.count())
+                .where(Job.admitted_at.is_not(None), Job.status.in_(_IN_FLIGHT))
+                .group_by(Job.tenant_id)
+            ).all()
         )
-    return [(page_no, *all_pages[page_no - 1]) for page_no in selected]
+    return (
+        sum(in_flight.values()) < settings.admission.window
+        and in_flight.get(tenant_id, 0) < settings.admission.tenant_max_in_flight
+    )
 
 
-def _store_inputs(
-    store: ObjectStore, job_id: str, inspected: list[InspectedFile]
-) -> dict[int, str]:
-    stored: dict[int, str] = {}
-    try:
-        for index, f in enumerate(inspected):
-            key = object_keys.input_key(job_id, index, f.kind)
-            store.put(key, f.data, CONTENT_TYPES[f.kind])
-            stored[index] = key
-    except Exception:
-        store.delete(list(stored.values()))
-        raise ServiceUnavailable("the object store refused the upload; nothing was kept") from None
-    return stored
+_IN_FLIGHT = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
 
 
 def _insert_job(
     sessions: sessionmaker[Session],
     job: Job,
-    page_refs: list[tuple[int, int, int]],
-    stored: dict[int, str],
+    pages: list[intake.PageRef],
+    stored: list[str],
     settings: Settings,
 ) -> None:
-    planner = PageGroupPlanner(size=settings.page_group_size, overlap=settings.page_group_overlap)
     with transaction(sessions) as session:
         session.add(job)
-        for position, (page_no, file_index, page_index) in enumerate(page_refs):
-            session.add(
-                Page(
-                    job_id=job.id,
-                    position=position,
-                    page_no=page_no,
-                    source_key=stored[file_index],
-                    source_index=page_index,
-                )
-            )
-        for group in planner.plan(len(page_refs)):
-            session.add(
-                PageGroup(
-                    job_id=job.id,
-                    group_index=group.group_index,
-                    first_position=group.first_position,
-                    last_position=group.last_position,
-                    overlap=group.overlap,
-                )
-            )
+        intake.add_pages_and_groups(session, job, pages, stored, settings)
 
 
 def _dispatch(
@@ -237,6 +216,7 @@ def _dispatch(
     queues the rest one by one as groups finish. No broker: the job is taken back."""
     try:
         with transaction(sessions) as session:
+            session.get_one(Job, job.id).admitted_at = utcnow()
             query = select(PageGroup).where(PageGroup.job_id == job.id)
             if not every_group:
                 query = query.where(PageGroup.group_index == 0)

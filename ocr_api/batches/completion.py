@@ -1,0 +1,100 @@
+"""A batch whose documents have all settled ends: its manifest is written to the bucket and its
+signed webhook is recorded (and sent), once."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import exists, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.batches.progress import batch_public, manifest_lines
+from ocr_api.batches.service import RUNNING
+from ocr_api.core import job_lifecycle
+from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.dispatch import Dispatcher
+from ocr_api.core.models import Batch, Job, WebhookDelivery, new_id
+from ocr_api.core.settings import Settings
+from ocr_api.core.storage import ObjectStore
+
+_UNFINISHED = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
+
+
+def manifest_key(batch_id: str) -> str:
+    return f"batches/{batch_id}/manifest.jsonl"
+
+
+def finish_settled_batches(
+    *,
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    settings: Settings,
+) -> list[str]:
+    """Closed batches with no unfinished document: finished now. Returns their ids."""
+    unfinished = exists().where(Job.batch_id == Batch.id, Job.status.in_(_UNFINISHED))
+    with sessions() as session:
+        ids = session.scalars(select(Batch.id).where(Batch.status == RUNNING, ~unfinished)).all()
+    return [
+        batch_id for batch_id in ids if _finish(sessions, store, dispatcher, settings, batch_id)
+    ]
+
+
+def _finish(
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    settings: Settings,
+    batch_id: str,
+) -> bool:
+    with transaction(sessions) as session:
+        batch = session.get(Batch, batch_id, with_for_update=True)
+        if batch is None or batch.status != RUNNING:
+            return False  # another round finished it
+        store.put(
+            manifest_key(batch.id),
+            "".join(manifest_lines(session, batch.id)).encode(),
+            "application/x-ndjson; charset=utf-8",
+        )
+        succeeded = session.scalar(
+            select(exists().where(Job.batch_id == batch.id, Job.status == job_lifecycle.SUCCEEDED))
+        )
+        batch.status = job_lifecycle.SUCCEEDED if succeeded else job_lifecycle.FAILED
+        batch.finished_at = utcnow()
+        delivery_id = _record_event(session, batch, settings)
+    if delivery_id:
+        dispatcher.enqueue_webhook(delivery_id=delivery_id)
+    return True
+
+
+def _record_event(session: Session, batch: Batch, settings: Settings) -> str | None:
+    """``batch.succeeded`` / ``batch.failed``, signed and retried like the job events."""
+    if not batch.webhook_url:
+        return None
+    event_id = new_id()
+    public = batch_public(session, batch, settings)
+    body = {
+        "id": event_id,
+        "type": f"batch.{batch.status}",
+        "created_at": utcnow().isoformat(),
+        "data": {
+            "batch_id": batch.id,
+            "name": batch.name,
+            "status": batch.status,
+            "documents": public.documents.model_dump(),
+            "pages": public.pages.model_dump(),
+            "status_url": public.status_url,
+            "manifest_url": public.manifest_url,
+            "metadata": batch.batch_metadata,
+        },
+    }
+    session.add(
+        WebhookDelivery(
+            id=event_id,
+            batch_id=batch.id,
+            event_type=body["type"],
+            url=batch.webhook_url,
+            body=json.dumps(body, separators=(",", ":"), sort_keys=True),
+        )
+    )
+    return event_id

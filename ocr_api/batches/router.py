@@ -1,0 +1,206 @@
+"""HTTP routes for batches. Thin: parse, call the service, shape the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
+
+from ocr_api.batches import service
+from ocr_api.batches.progress import batch_public, manifest_lines
+from ocr_api.batches.schemas import (
+    BatchAdded,
+    BatchCreate,
+    BatchDocumentsAdd,
+    BatchList,
+    BatchPublic,
+)
+from ocr_api.core.errors import NotFound
+from ocr_api.deps import StateDep, TenantDep
+from ocr_api.jobs import listing, presenters
+from ocr_api.jobs import service as job_service
+from ocr_api.jobs.params import JOB_ID
+from ocr_api.jobs.schemas import JobList
+from ocr_api.web import negotiation
+from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+
+router = APIRouter(
+    prefix="/v1/batches",
+    tags=["batches"],
+    dependencies=[Depends(negotiation.known_query_only)],
+    responses=COMMON_PROBLEMS,
+)
+_JSON_ONLY = [Depends(negotiation.accepts_json)]
+
+
+def _batch_id(batch_id: Annotated[str, Path(description="the id a create answered with")]) -> str:
+    if not JOB_ID.fullmatch(batch_id):  # batch ids are UUIDs too
+        raise NotFound(f"batch {batch_id[:80]!r} not found")
+    return batch_id
+
+
+BatchIdDep = Annotated[str, Depends(_batch_id)]
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=BatchPublic,
+    dependencies=_JSON_ONLY,
+    responses={
+        201: {"headers": {"Location": {"description": "the batch's status URL"}}},
+        **problems(404, 409, 413),
+    },
+)
+def create(
+    body: BatchCreate,
+    response: Response,
+    state: StateDep,
+    tenant: TenantDep,
+    idempotency_key: Annotated[str | None, Header(min_length=1, max_length=200)] = None,
+) -> BatchPublic:
+    """Documents by key or every document under an inbox prefix (closed at once), or an open
+    batch to add documents to. They wait in the database and are admitted as workers free."""
+    batch, replayed = service.create_batch(
+        sessions=state.sessions,
+        store=state.store,
+        settings=state.settings,
+        tenant_id=tenant.id,
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    state.dispatcher.enqueue_admission()
+    with state.sessions() as session:
+        public = batch_public(session, session.merge(batch), state.settings)
+    response.headers["Location"] = public.status_url
+    return public
+
+
+@router.get("", response_model=BatchList, dependencies=_JSON_ONLY)
+def list_batches(
+    state: StateDep,
+    tenant: TenantDep,
+    limit: int = Query(20, ge=1, le=100),
+    cursor: str | None = Query(None, max_length=500),
+) -> BatchList:
+    """This key's tenant's batches, newest first."""
+    with state.sessions() as session:
+        batches, next_cursor = service.list_batches(
+            session, tenant_id=tenant.id, limit=limit, cursor=cursor
+        )
+        return BatchList(
+            batches=[batch_public(session, b, state.settings) for b in batches],
+            next_cursor=next_cursor,
+        )
+
+
+@router.get(
+    "/{batch_id}", response_model=BatchPublic, dependencies=_JSON_ONLY, responses=problems(404)
+)
+def get_batch(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> BatchPublic:
+    with state.sessions() as session:
+        batch = service.get_batch(session, tenant_id=tenant.id, batch_id=batch_id)
+        return batch_public(session, batch, state.settings)
+
+
+@router.post(
+    "/{batch_id}/documents",
+    response_model=BatchAdded,
+    dependencies=_JSON_ONLY,
+    responses=problems(404, 409),
+)
+def add_documents(
+    batch_id: BatchIdDep, body: BatchDocumentsAdd, state: StateDep, tenant: TenantDep
+) -> BatchAdded:
+    """Add documents to an open batch; one sent again with the same idempotency key is not
+    added twice (its job id is returned)."""
+    added = service.add_documents(
+        sessions=state.sessions,
+        settings=state.settings,
+        tenant_id=tenant.id,
+        batch_id=batch_id,
+        documents=body.documents,
+    )
+    state.dispatcher.enqueue_admission()
+    return BatchAdded(added=added.added, existing=added.existing, job_ids=added.job_ids)
+
+
+@router.post(
+    "/{batch_id}/close",
+    response_model=BatchPublic,
+    dependencies=_JSON_ONLY,
+    responses=problems(404),
+)
+def close(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> BatchPublic:
+    """No more documents: the batch ends (manifest, webhook) when those it has settle."""
+    service.close_batch(sessions=state.sessions, tenant_id=tenant.id, batch_id=batch_id)
+    return get_batch(batch_id, state, tenant)
+
+
+@router.post(
+    "/{batch_id}/cancel",
+    response_model=BatchPublic,
+    status_code=202,
+    dependencies=_JSON_ONLY,
+    responses=problems(404, 409),
+)
+def cancel(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> BatchPublic:
+    """Waiting documents are canceled now, running ones after their current page group."""
+    for job_id in service.cancel_batch(
+        sessions=state.sessions, tenant_id=tenant.id, batch_id=batch_id
+    ):
+        job_service.cancel_job(
+            state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
+        )
+    return get_batch(batch_id, state, tenant)
+
+
+@router.get(
+    "/{batch_id}/jobs", response_model=JobList, dependencies=_JSON_ONLY, responses=problems(404)
+)
+def batch_jobs(
+    batch_id: BatchIdDep,
+    state: StateDep,
+    tenant: TenantDep,
+    limit: int = Query(100, ge=1, le=1000),
+    cursor: str | None = Query(None, max_length=500),
+) -> JobList:
+    """The batch's documents as jobs, newest first, a page at a time."""
+    with state.sessions() as session:
+        service.get_batch(session, tenant_id=tenant.id, batch_id=batch_id)
+        page = listing.list_jobs(
+            session, tenant_id=tenant.id, batch_id=batch_id, limit=limit, cursor=cursor
+        )
+        jobs = [presenters.summary(job, state.settings) for job in page.jobs]
+        return JobList(jobs=jobs, next_cursor=page.next_cursor)
+
+
+@router.get(
+    "/{batch_id}/manifest",
+    response_model=None,
+    responses={
+        200: {
+            "description": "One JSON object per document: input key, job id, status, pages, "
+            "errors, result keys",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+        **problems(404),
+    },
+)
+def manifest(
+    request: Request, batch_id: BatchIdDep, state: StateDep, tenant: TenantDep
+) -> StreamingResponse:
+    """Written live from the database (a finished batch's is also in the bucket)."""
+    negotiation.require(request, ["application/x-ndjson"])
+    with state.sessions() as session:
+        service.get_batch(session, tenant_id=tenant.id, batch_id=batch_id)
+
+    def lines() -> Iterator[str]:
+        with state.sessions() as session:
+            yield from manifest_lines(session, batch_id)
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson; charset=utf-8")

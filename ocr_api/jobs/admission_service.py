@@ -1,0 +1,160 @@
+"""The feeder: waiting jobs are released into the broker as in-flight work finishes.
+
+Run by beat on the control queue (and after a submit). One feeder at a time (a Postgres
+advisory lock); the choice of jobs is ocr_api/core/admission.py's plan. A batch document is
+read and checked here, when admitted: a bad one fails as its own job, with the reason.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from ocr_api.core import job_lifecycle
+from ocr_api.core.admission import WaitingJob, plan_admission
+from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.dispatch import Dispatcher, queue_group
+from ocr_api.core.errors import DomainError, PayloadTooLarge
+from ocr_api.core.models import Job
+from ocr_api.core.settings import Settings
+from ocr_api.core.storage import ObjectNotFound, ObjectStore
+from ocr_api.jobs.documents import inspect_file
+from ocr_api.jobs.intake import PageRef, add_pages_and_groups, select_pages, store_inputs
+
+FEEDER_LOCK = 0x756F6372  # "uocr": one feeder at a time across the deployment
+_IN_FLIGHT = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
+
+
+def admit_waiting(
+    *,
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    settings: Settings,
+) -> int:
+    """One admission round; returns how many jobs it released."""
+    engine = sessions.kw["bind"]
+    locking = engine.dialect.name == "postgresql"  # the embedded run (SQLite) has one process
+    with engine.connect() as lock:
+        if locking and not lock.scalar(select(func.pg_try_advisory_lock(FEEDER_LOCK))):
+            return 0  # another feeder is mid-round
+        try:
+            return _round(sessions, store, dispatcher, settings)
+        finally:
+            if locking:
+                lock.execute(select(func.pg_advisory_unlock(FEEDER_LOCK)))
+                lock.commit()
+
+
+def _round(
+    sessions: sessionmaker[Session], store: ObjectStore, dispatcher: Dispatcher, settings: Settings
+) -> int:
+    with sessions() as session:
+        cap = settings.admission.tenant_max_in_flight
+        plan = plan_admission(
+            _waiting(session, cap),
+            _in_flight(session),
+            window=settings.admission.window,
+            tenant_cap=cap,
+        )
+    for job_id in plan.job_ids:
+        admit_job(
+            sessions=sessions, store=store, dispatcher=dispatcher, settings=settings, job_id=job_id
+        )
+    return len(plan.job_ids)
+
+
+def _waiting(session: Session, per_tenant: int) -> list[WaitingJob]:
+    """The oldest waiting jobs of each tenant and priority, no more than it could admit."""
+    ranked = (
+        select(
+            Job.id,
+            Job.tenant_id,
+            Job.priority,
+            Job.created_at,
+            func.row_number()
+            .over(partition_by=(Job.tenant_id, Job.priority), order_by=(Job.created_at, Job.id))
+            .label("rank"),
+        )
+        .where(Job.admitted_at.is_(None), Job.status == job_lifecycle.QUEUED)
+        .subquery()
+    )
+    rows = session.execute(select(ranked).where(ranked.c.rank <= per_tenant)).all()
+    return [WaitingJob(r.id, r.tenant_id, r.priority == "interactive", r.created_at) for r in rows]
+
+
+def _in_flight(session: Session) -> dict[str, int]:
+    rows = session.execute(
+        select(Job.tenant_id, func.count())
+        .where(Job.admitted_at.is_not(None), Job.status.in_(_IN_FLIGHT))
+        .group_by(Job.tenant_id)
+    ).all()
+    return {tenant: count for tenant, count in rows}
+
+
+def admit_job(
+    *,
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    dispatcher: Dispatcher,
+    settings: Settings,
+    job_id: str,
+) -> None:
+    """Read and check a waiting document (if not yet), then queue its first page group (every
+    group, when they may run in parallel). A job canceled meanwhile is left as it is."""
+    with sessions() as session:
+        job = session.get(Job, job_id)
+        if job is None or job.admitted_at is not None or job.status != job_lifecycle.QUEUED:
+            return
+        intake = (job.input_key, job.source_name, job.page_selection) if not job.pages else None
+    taken = _take_document(sessions, store, settings, job_id, *intake) if intake else None
+    if intake and taken is None:
+        return  # refused: the job failed with the reason
+    with transaction(sessions) as session:
+        job = session.get(Job, job_id, with_for_update=True)
+        if job is None or job.admitted_at is not None or job.status != job_lifecycle.QUEUED:
+            return
+        if taken is not None:
+            add_pages_and_groups(session, job, *taken, settings)
+        job.admitted_at = utcnow()
+        session.flush()
+        session.refresh(job)
+        groups = job.groups if settings.page_groups_in_parallel else job.groups[:1]
+        for group in groups:
+            queue_group(dispatcher, group, priority=job.priority)
+
+
+def _take_document(
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    settings: Settings,
+    job_id: str,
+    key: str | None,
+    name: str,
+    spec: str | None,
+) -> tuple[list[PageRef], list[str]] | None:
+    try:
+        if key is None:
+            raise DomainError("the job has no document")
+        if store.size(key) > settings.max_upload_bytes:
+            raise PayloadTooLarge(
+                f"{name} is larger than the {settings.max_upload_bytes}-byte upload limit"
+            )
+        inspected = [inspect_file(name, store.get(key))]
+        pages = select_pages(inspected, spec, settings)
+    except ObjectNotFound:
+        _refuse(sessions, job_id, f"{key} is no longer in the inbox")
+        return None
+    except DomainError as error:
+        _refuse(sessions, job_id, error.message)
+        return None
+    return pages, store_inputs(store, job_id, inspected)
+
+
+def _refuse(sessions: sessionmaker[Session], job_id: str, reason: str) -> None:
+    with transaction(sessions) as session:
+        job = session.get(Job, job_id, with_for_update=True)
+        if job is not None and job.status == job_lifecycle.QUEUED:
+            job.error = reason
+            job.admitted_at = utcnow()
+            job_lifecycle.finish(job)  # no page: failed
