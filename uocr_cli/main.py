@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from uocr_cli import admin, model, run, serve, webhooks
+from uocr_cli import admin, client_commands, model, run, serve, webhooks
 from uocr_cli.errors import CliError, describe_failure
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -50,6 +50,9 @@ for command in (
     admin.storage,
     webhooks.webhooks,
     model.model,
+    client_commands.submit,
+    client_commands.status,
+    client_commands.fetch,
 ):
     main.add_command(command)
 

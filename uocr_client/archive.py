@@ -63,13 +63,20 @@ def submit_archive(
     options: dict[str, Any],
     parallel: int = 4,
     on_file: Callable[[str], None] | None = None,
+    batch_options: dict[str, Any] | None = None,
 ) -> Submitted:
-    """Upload and add every file not yet in the batch named ``batch_name``, then close it."""
+    """Upload and add every file not yet in the batch named ``batch_name``, then close it.
+    ``options`` apply to each document (and make its key); ``batch_options`` (the batch's
+    webhook) to the batch."""
     documents = [
         Document(path, name, content_key(file_digest(path), options)) for path, name in files
     ]
     batch = client.create_batch(
-        idempotency_key=batch_key(batch_name), name=batch_name, open=True, **options
+        idempotency_key=batch_key(batch_name),
+        name=batch_name,
+        open=True,
+        **options,
+        **(batch_options or {}),
     )
     if batch.status != "open":  # an earlier run added everything and closed it
         return Submitted(batch, 0, len(documents))
