@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 from celery import Task, signals
+from celery.apps import worker as celery_worker_program
 from celery.exceptions import SoftTimeLimitExceeded
 
 from ocr_api.core.celery_app import make_celery
@@ -53,6 +54,24 @@ class _Process:
 @signals.setup_logging.connect
 def _setup_logging(**_: Any) -> None:
     configure_logging(settings.log_level)
+
+
+@signals.celeryd_init.connect
+def _json_from_the_first_line(**_: Any) -> None:
+    """The worker warns (e.g. when run as root) before its logging is set up, and says
+    "worker: Warm shutdown" straight to stdout: both become JSON lines too."""
+    configure_logging(settings.log_level)
+    celery_worker_program.safe_say = _say
+
+
+def _say(message: str, *_: Any) -> None:
+    structlog.get_logger("celery.apps.worker").info(message.strip())
+
+
+@signals.worker_process_shutdown.connect
+def _close_runtime(**_: Any) -> None:
+    if _Process.runtime is not None:
+        _Process.runtime.close()
 
 
 @signals.worker_process_init.connect
