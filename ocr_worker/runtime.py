@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import threading
@@ -61,3 +62,14 @@ class WorkerRuntime:
                 worker_id=f"{socket.gethostname()}:{os.getpid()}",
             )
         return self._pipeline
+
+    def close(self) -> None:
+        """As the worker process exits: stop the render processes and let their queues go, so
+        their semaphores are released (not reported as leaked on every worker shutdown)."""
+        with self._lock:
+            pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None and pipeline.render_pool is not None:
+            pipeline.render_pool.pool.shutdown(wait=True, cancel_futures=True)
+        del pipeline
+        gc.collect()  # the queues' finalizers unlink their semaphores now, not at os._exit
+        self.http.close()

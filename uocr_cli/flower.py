@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 from ocr_api.core.settings import Settings
 from uocr_cli.errors import CliError
 
@@ -44,6 +46,8 @@ def run_flower(options: FlowerOptions, settings: Settings) -> int:
     from ocr_api.core.logging import configure_logging
 
     configure_logging(settings.log_level)  # before tornado: it then adds no text handler
+    import ocr_worker.tasks  # noqa: F401 - the app celery loads; a failure is ours to tell
+
     _metrics_need_credentials()
     # Flower reads these itself; the password stays out of the process's arguments.
     os.environ.pop("FLOWER_BASIC_AUTH", None)
@@ -52,6 +56,12 @@ def run_flower(options: FlowerOptions, settings: Settings) -> int:
         os.environ["FLOWER_BASIC_AUTH"] = options.basic_auth
     else:
         os.environ["FLOWER_UNAUTHENTICATED_API"] = "true"  # its JSON API as open as its pages
+    structlog.get_logger("uocr.flower").info(
+        "flower.starting",
+        address=options.address,
+        port=options.port,
+        auth="basic" if options.basic_auth else "none",
+    )
     argv = ["-A", "ocr_worker.tasks", "--quiet", "flower"]
     argv += [f"--port={options.port}", f"--address={options.address}", "--logging=none"]
     try:

@@ -30,12 +30,12 @@ def _access_fields(
     _logger: Any, _name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
     """uvicorn's access line as fields too (client, method, path, status), not only text."""
+    args = event_dict.pop("positional_args", None)  # the record's own, kept by the formatter
     record = event_dict.get("_record")
-    if record is not None and record.name == "uvicorn.access":
-        args = record.args
-        if isinstance(args, tuple) and len(args) == 5:
-            names = ("client", "method", "path", "http", "status")
-            event_dict.update(zip(names, args, strict=True))
+    access = record is not None and record.name == "uvicorn.access"
+    if access and isinstance(args, tuple) and len(args) == 5:
+        names = ("client", "method", "path", "http", "status")
+        event_dict.update(zip(names, args, strict=True))
     return event_dict
 
 
@@ -50,6 +50,7 @@ def configure_logging(level: str = "info") -> None:
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*_SHARED, _access_fields],
+            pass_foreign_args=True,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,

@@ -13,6 +13,8 @@ from ocr_api.core.celery_app import make_celery
 from ocr_api.core.tenants import CreatedKey
 from tests.conftest import Stack
 from tests.e2e.processes import (
+    FLOWER_PASSWORD,
+    FLOWER_USER,
     Process,
     WebhookReceiver,
     api_server,
@@ -80,7 +82,7 @@ def service(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         stack,
         logs,
         f"http://127.0.0.1:{api_port}",
-        f"http://127.0.0.1:{flower_port}",
+        f"http://{FLOWER_USER}:{FLOWER_PASSWORD}@127.0.0.1:{flower_port}",  # httpx sends them
         ocr_worker=None,
         receiver=receiver,
     )

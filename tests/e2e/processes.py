@@ -99,31 +99,21 @@ def celery_worker(
     return Process(argv, env, logs / f"worker-{name.split('@')[0]}.log")
 
 
+UOCR_ARGV = [sys.executable, "-m", "uocr_cli"]  # the `uocr` command, as operators run it
+# Flower's credentials in the e2e deployment (Flower refuses to start without some).
+FLOWER_USER, FLOWER_PASSWORD = "e2e", "flower-e2e-password"
+
+
 def api_server(env: dict[str, str], logs: Path, port: int, workers: int = 1) -> Process:
-    argv = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--factory",
-        "ocr_api.main:create_app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-    ]
-    return Process(argv, env, logs / "api.log")
+    argv = [*UOCR_ARGV, "api", "--host", "127.0.0.1", "--port", str(port)]
+    return Process([*argv, "--workers", str(workers)], env, logs / "api.log")
 
 
 def flower(env: dict[str, str], logs: Path, port: int) -> Process:
-    argv = [
-        *CELERY_ARGV,
-        "flower",
-        f"--port={port}",
-        "--address=127.0.0.1",
-    ]
-    return Process(argv, {**env, "FLOWER_UNAUTHENTICATED_API": "true"}, logs / "flower.log")
+    """Flower on loopback (its default), asking for FLOWER_USER:FLOWER_PASSWORD."""
+    credentials = {"FLOWER_BASIC_AUTH": f"{FLOWER_USER}:{FLOWER_PASSWORD}"}
+    argv = [*UOCR_ARGV, "flower", f"--port={port}"]
+    return Process(argv, {**env, **credentials}, logs / "flower.log")
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
