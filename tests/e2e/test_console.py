@@ -1,8 +1,8 @@
 """The web console (/console) in a real headless browser (Debian's Chromium, `.ci/setup-browser`)
 against the running service, and the page-image route it shows scans with.
 
-Screenshots of the main screens are written to $UOCR_CONSOLE_SCREENSHOTS when it is set (the
-ones in docs/console/ come from `UOCR_CONSOLE_SCREENSHOTS=docs/console`), else to a temporary
+Screenshots of the main screens are written to $CONSOLE_SCREENSHOTS when it is set (the
+ones in docs/console/ come from `CONSOLE_SCREENSHOTS=docs/console`), else to a temporary
 folder, so an ordinary run does not rewrite committed files.
 """
 
@@ -99,7 +99,7 @@ def test_page_image_is_the_scan_the_worker_read_cached_and_private(service: Serv
 
 @pytest.fixture(scope="module")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = os.environ.get("UOCR_CONSOLE_SCREENSHOTS")
+    folder = os.environ.get("CONSOLE_SCREENSHOTS")
     path = Path(folder) if folder else tmp_path_factory.mktemp("console-screenshots")
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -188,8 +188,11 @@ def _succeeded_pages(driver: WebDriver) -> frozenset[int]:
     return frozenset(int(cell.get_attribute("data-page") or 0) for cell in cells)
 
 
-def _watch_grid_fill(driver: WebDriver, total: int, timeout: float = 240) -> list[frozenset[int]]:
-    """Every distinct set of finished pages the grid showed, until all were done."""
+def _watch_grid_fill(
+    driver: WebDriver, total: int, on_partial: Callable[[], None], timeout: float = 240
+) -> list[frozenset[int]]:
+    """Every distinct set of finished pages the grid showed, until all were done;
+    on_partial() runs when the first partly filled grid shows."""
     seen: list[frozenset[int]] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -199,6 +202,8 @@ def _watch_grid_fill(driver: WebDriver, total: int, timeout: float = 240) -> lis
             continue
         if not seen or seen[-1] != done:
             seen.append(done)
+            if 0 < len(done) < total and not any(0 < len(d) < total for d in seen[:-1]):
+                on_partial()
         if len(done) == total:
             return seen
         time.sleep(0.05)
@@ -260,7 +265,7 @@ def _upload_and_watch(browser: WebDriver, scan: Path, screenshots: Path) -> str:
     _find(browser, "#page-grid .page-cell")
     assert len(browser.find_elements(By.CSS_SELECTOR, ".page-cell")) == 6
 
-    seen = _watch_grid_fill(browser, 6)
+    seen = _watch_grid_fill(browser, 6, lambda: _shot(browser, screenshots, "job-running"))
     # Pages appear a whole page group at a time, never one page of a group before the rest.
     for done in seen:
         assert all(group <= done or not group & done for group in GROUPS_OF_SIX), seen
@@ -362,7 +367,9 @@ def _cancel_another_job(
         document = scanned_pdf(sample_pages(15, lines=3), seed=9, dpi=100)
         long_job = submit(client, document).raise_for_status().json()["id"]
     browser.get(f"{service.api_url}/console/#/jobs/{long_job}")
-    _find(browser, "#cancel-job").click()
+    cancel = _find(browser, "#cancel-job")
+    _wait(cancel.is_displayed, 30, "the cancel button (shown while the job is unfinished)")
+    cancel.click()
     _find(browser, "#job-summary .badge.status-canceled", timeout=120)
     assert not browser.find_element(By.ID, "cancel-job").is_displayed()
     _shot(browser, screenshots, "job-canceled")
