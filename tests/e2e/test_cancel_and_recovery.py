@@ -27,7 +27,7 @@ def test_cancel_stops_a_running_job_after_its_group_and_a_queued_one_never_start
     with service.client(tenant) as client:
         running = submit(client, scanned_pdf(sample_pages(6, lines=4)), webhook_url=hook).json()
         queued = submit(client, scanned_pdf(sample_pages(2, lines=2))).json()
-        assert client.delete(f"/v1/jobs/{queued['id']}").status_code == 202
+        assert client.post(f"/v1/jobs/{queued['id']}/cancel").status_code == 202
         assert _status(client, queued["id"])["status"] == "canceled"
 
         wait_until(
@@ -36,19 +36,28 @@ def test_cancel_stops_a_running_job_after_its_group_and_a_queued_one_never_start
             interval=0.05,
             what="the first job to start",
         )
-        canceled = client.delete(f"/v1/jobs/{running['id']}").json()
-        assert canceled["cancel_requested"] is True
+        canceled = client.post(f"/v1/jobs/{running['id']}/cancel")
+        assert canceled.status_code == 202 and canceled.json()["cancel_requested"] is True
+        again = client.post(f"/v1/jobs/{running['id']}/cancel")  # asked twice: the same answer
+        assert again.status_code == 202 and again.json()["status"] == "running"
         job, _ = wait_for(client, running["id"])
 
         assert job["status"] == "canceled"
         assert job["pages_done"] in (3, 5) and job["pages_done"] < job["pages_total"]
-        done = [p["page"] for p in job["pages"] if p["status"] == "succeeded"]
-        assert done == list(range(1, job["pages_done"] + 1))
+        statuses = [p["status"] for p in job["pages"]]
+        done = job["pages_done"]
+        # Regression: the pages never run stayed "pending" for ever in the status.
+        assert statuses == ["succeeded"] * done + ["canceled"] * (6 - done)
         assert "Page 1" in client.get(f"/v1/jobs/{running['id']}/pages/1").json()["text"]
+        never_run = client.get(f"/v1/jobs/{running['id']}/pages/6")
+        assert never_run.status_code == 409 and "canceled" in never_run.json()["detail"]
+        assert "retry" not in never_run.json()["detail"]
         partial = client.get(f"/v1/jobs/{running['id']}/result").json()
-        assert [p["status"] for p in partial["pages"]][job["pages_done"] :] == (
-            ["canceled"] * (6 - job["pages_done"])
-        )
+        assert partial["status"] == "canceled"
+        assert [p["status"] for p in partial["pages"]] == statuses
+        finished = client.post(f"/v1/jobs/{running['id']}/cancel")
+        assert finished.status_code == 409, finished.text
+        assert "already finished (canceled)" in finished.json()["detail"]
 
         never = _status(client, queued["id"])
         assert never["status"] == "canceled" and never["pages_done"] == 0

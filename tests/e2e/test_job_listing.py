@@ -36,7 +36,8 @@ def test_a_tenant_lists_its_own_jobs_newest_first_page_by_page(
             first = page(mine, limit=2)
             assert [j["id"] for j in first["jobs"]] == [ids[4], ids[3]]
             assert first["jobs"][0]["source"] == "box-4.pdf"
-            assert first["jobs"][0]["status_url"] == f"/v1/jobs/{ids[4]}"
+            base = idle.settings.public_base_url.rstrip("/")
+            assert first["jobs"][0]["status_url"] == f"{base}/v1/jobs/{ids[4]}"  # absolute
             late = submit("late.pdf", mine)  # arrives between pages: shifts nothing
             second = page(mine, limit=2, cursor=first["next_cursor"])
             assert [j["id"] for j in second["jobs"]] == [ids[2], ids[1]]
@@ -46,9 +47,12 @@ def test_a_tenant_lists_its_own_jobs_newest_first_page_by_page(
 
             assert [j["source"] for j in page(theirs)["jobs"]] == ["not-yours.pdf"]
 
-            assert client.delete(f"/v1/jobs/{ids[0]}", headers=mine).status_code == 202
+            assert client.post(f"/v1/jobs/{ids[0]}/cancel", headers=mine).status_code == 202
             assert [j["id"] for j in page(mine, status="canceled")["jobs"]] == [ids[0]]
             assert len(page(mine, status="queued")["jobs"]) == 5
+            assert client.delete(f"/v1/jobs/{ids[1]}", headers=mine).status_code == 204
+            listed = [j["id"] for j in page(mine, limit=100)["jobs"]]
+            assert listed == [late, ids[4], ids[3], ids[2], ids[0]]  # the deleted one is gone
 
             bad = client.get("/v1/jobs", params={"cursor": "not-a-cursor"}, headers=mine)
             assert bad.status_code == 422 and "cursor" in bad.json()["detail"]
