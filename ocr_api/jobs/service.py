@@ -135,6 +135,11 @@ def _replayed(job: Job, key: str, fingerprint: str | None) -> Submitted:
             f"Idempotency-Key {key!r} was used for a different request (job {job.id}); "
             "use a new key for a new document or new options"
         )
+    if job.deleted_at is not None:  # its tombstone keeps the key: a new submit needs a new one
+        raise Conflict(
+            f"Idempotency-Key {key!r} was used for job {job.id}, deleted on "
+            f"{job.deleted_at:%Y-%m-%d at %H:%M:%S} UTC; use a new key to submit it again"
+        )
     return Submitted(job, replayed=True)
 
 

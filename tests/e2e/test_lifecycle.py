@@ -46,7 +46,9 @@ def test_a_deleted_job_answers_410_everywhere_and_leaves_the_listing(
         with TestClient(create_app(idle.settings)) as client:
             client.headers["Authorization"] = f"Bearer {tenant.api_key}"
             kept = client.post("/v1/jobs", files={"file": ("kept.pdf", pdf)}).json()["id"]
-            job_id = client.post("/v1/jobs", files={"file": ("a.pdf", pdf)}).json()["id"]
+            key = {"Idempotency-Key": "a-1"}
+            upload = {"file": ("a.pdf", pdf)}
+            job_id = client.post("/v1/jobs", files=upload, headers=key).json()["id"]
             assert idle.store.keys_under(object_keys.job_prefix(job_id))  # the upload
 
             deleted = client.delete(f"/v1/jobs/{job_id}")
@@ -62,6 +64,9 @@ def test_a_deleted_job_answers_410_everywhere_and_leaves_the_listing(
             ):
                 _assert_gone(response, job_id, tenant.tenant_name)
             assert [j["id"] for j in client.get("/v1/jobs").json()["jobs"]] == [kept]
+            resubmitted = client.post("/v1/jobs", files=upload, headers=key)
+            assert resubmitted.status_code == 409  # the tombstone keeps its key
+            assert "deleted on" in resubmitted.json()["detail"]
             assert _status(client, kept)["status"] == "queued"  # the other job is untouched
 
         with idle.sessions() as session:
