@@ -8,6 +8,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY ocr_api ocr_api
 COPY ocr_worker ocr_worker
 COPY uocr_cli uocr_cli
+COPY uocr_client uocr_client
 COPY migrations migrations
 RUN pip install -e .
 RUN useradd --create-home uocr
