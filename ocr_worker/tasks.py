@@ -13,8 +13,10 @@ from celery import Task, signals
 from celery.apps import worker as celery_worker_program
 from celery.exceptions import SoftTimeLimitExceeded
 
+from ocr_api.batches.completion import finish_settled_batches
 from ocr_api.core.celery_app import make_celery
 from ocr_api.core.contracts import (
+    TASK_ADMIT,
     TASK_DELIVER_WEBHOOK,
     TASK_PAGE_GROUP,
     TASK_PURGE_EXPIRED,
@@ -24,6 +26,7 @@ from ocr_api.core.contracts import (
 from ocr_api.core.logging import configure_logging
 from ocr_api.core.settings import get_settings
 from ocr_api.core.transient import TRANSIENT_ERRORS
+from ocr_api.jobs import admission_service
 from ocr_api.webhooks.sender import attempt_delivery
 from ocr_worker.broker_queues import RedisWaitingTasks
 from ocr_worker.orphans import sweep_orphan_objects
@@ -133,6 +136,19 @@ def recover() -> list[str]:
         + settings.worker.redispatch_after_seconds,
     )
     return recover_stale_groups(runtime.sessions, runtime.dispatcher) + reconciler.run()
+
+
+@app.task(name=TASK_ADMIT)
+def admit_waiting() -> int:
+    """The feeder: waiting jobs into the broker as the window frees; settled batches end."""
+    r = _Process.get()
+    admitted = admission_service.admit_waiting(
+        sessions=r.sessions, store=r.store, dispatcher=r.dispatcher, settings=settings
+    )
+    finish_settled_batches(
+        sessions=r.sessions, store=r.store, dispatcher=r.dispatcher, settings=settings
+    )
+    return admitted
 
 
 @app.task(name=TASK_PURGE_EXPIRED)

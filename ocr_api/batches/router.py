@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
@@ -17,8 +18,8 @@ from ocr_api.batches.schemas import (
     BatchList,
     BatchPublic,
 )
-from ocr_api.core.errors import NotFound
-from ocr_api.deps import StateDep, TenantDep
+from ocr_api.core.errors import Conflict, Gone, NotFound
+from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters
 from ocr_api.jobs import service as job_service
 from ocr_api.jobs.params import JOB_ID
@@ -29,7 +30,7 @@ from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 router = APIRouter(
     prefix="/v1/batches",
     tags=["batches"],
-    dependencies=[Depends(negotiation.known_query_only)],
+    dependencies=[Depends(current_tenant), Depends(negotiation.known_query_only)],
     responses=COMMON_PROBLEMS,
 )
 _JSON_ONLY = [Depends(negotiation.accepts_json)]
@@ -153,9 +154,10 @@ def cancel(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> BatchPub
     for job_id in service.cancel_batch(
         sessions=state.sessions, tenant_id=tenant.id, batch_id=batch_id
     ):
-        job_service.cancel_job(
-            state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
-        )
+        with suppress(Conflict, Gone):  # finished or deleted meanwhile: nothing to cancel
+            job_service.cancel_job(
+                state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
+            )
     return get_batch(batch_id, state, tenant)
 
 

@@ -9,6 +9,8 @@ from ocr_api.core.contracts import (
     QUEUE_BACKLOG,
     QUEUE_CONTROL,
     QUEUE_INTERACTIVE,
+    QUEUE_LONG,
+    TASK_ADMIT,
     TASK_DELIVER_WEBHOOK,
     TASK_PURGE_EXPIRED,
     TASK_RECOVER,
@@ -27,6 +29,7 @@ def make_celery(settings: Settings) -> Celery:
         task_queues=[
             Queue(QUEUE_INTERACTIVE, exchange, routing_key=QUEUE_INTERACTIVE),
             Queue(QUEUE_BACKLOG, exchange, routing_key=QUEUE_BACKLOG),
+            Queue(QUEUE_LONG, exchange, routing_key=QUEUE_LONG),
             Queue(QUEUE_CONTROL, exchange, routing_key=QUEUE_CONTROL),
         ],
         task_default_queue=QUEUE_BACKLOG,
@@ -36,6 +39,7 @@ def make_celery(settings: Settings) -> Celery:
             TASK_RECOVER: {"queue": QUEUE_CONTROL},
             TASK_PURGE_EXPIRED: {"queue": QUEUE_CONTROL},
             TASK_SWEEP_ORPHANS: {"queue": QUEUE_CONTROL},
+            TASK_ADMIT: {"queue": QUEUE_CONTROL},
         },
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -62,6 +66,12 @@ def make_celery(settings: Settings) -> Celery:
                     settings.worker.reconcile_interval_seconds, settings.worker.lease_seconds / 2
                 ),
                 "options": {"queue": QUEUE_CONTROL},
+            },
+            # Waiting work into the broker as the window frees; settled batches finished.
+            "admit-waiting": {
+                "task": TASK_ADMIT,
+                "schedule": settings.admission.interval_seconds,
+                "options": {"queue": QUEUE_CONTROL, "expires": settings.admission.interval_seconds},
             },
             "purge-expired-results": {
                 "task": TASK_PURGE_EXPIRED,

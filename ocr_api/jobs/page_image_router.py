@@ -14,7 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from ocr_api.core.errors import NotFound
 from ocr_api.core.models import Page
 from ocr_api.core.storage import ObjectNotFound
-from ocr_api.deps import AppState, StateDep, TenantDep
+from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import service
 from ocr_api.jobs.page_image import RENDERER_VERSION, PageImageError, PageImageRenderer
 from ocr_api.jobs.params import JobIdDep
@@ -24,7 +24,7 @@ from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 router = APIRouter(
     prefix="/v1/jobs",
     tags=["results"],
-    dependencies=[Depends(negotiation.known_query_only)],
+    dependencies=[Depends(current_tenant), Depends(negotiation.known_query_only)],
     responses=COMMON_PROBLEMS,
 )
 

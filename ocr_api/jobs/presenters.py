@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
+from ocr_api.core.urls import job_url
 from ocr_api.jobs.schemas import JobPublic, JobSummary, PagePublic, WebhookPublic
-from ocr_api.jobs.urls import job_url
 
 
 def _expires_at(job: Job, settings: Settings) -> datetime | None:

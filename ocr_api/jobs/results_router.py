@@ -15,7 +15,7 @@ from ocr_api.core.errors import Conflict, NotFinished, NotFound
 from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound
-from ocr_api.deps import AppState, StateDep, TenantDep
+from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import service
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.jobs.schemas import JobResult, ResultLink
@@ -25,7 +25,7 @@ from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 router = APIRouter(
     prefix="/v1/jobs",
     tags=["results"],
-    dependencies=[Depends(negotiation.known_query_only)],
+    dependencies=[Depends(current_tenant), Depends(negotiation.known_query_only)],
     responses=COMMON_PROBLEMS,
 )
 

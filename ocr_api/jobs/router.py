@@ -9,9 +9,10 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from ocr_api.core import urls
 from ocr_api.core.errors import InvalidRequest, PayloadTooLarge
-from ocr_api.deps import AppState, StateDep, TenantDep
-from ocr_api.jobs import listing, presenters, service, urls
+from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
+from ocr_api.jobs import listing, presenters, service
 from ocr_api.jobs.input_limits import (
     check_metadata,
     check_name,
@@ -32,7 +33,7 @@ from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 router = APIRouter(
     prefix="/v1/jobs",
     tags=["jobs"],
-    dependencies=[Depends(negotiation.known_query_only)],
+    dependencies=[Depends(current_tenant), Depends(negotiation.known_query_only)],
     responses=COMMON_PROBLEMS,
 )
 _JSON_ONLY = [Depends(negotiation.accepts_json)]

@@ -10,7 +10,7 @@ import uuid
 from fastapi import APIRouter, Depends
 
 from ocr_api.core import object_keys
-from ocr_api.deps import StateDep, TenantDep
+from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.jobs.input_limits import check_name
 from ocr_api.uploads.schemas import UploadCreate, UploadTarget
 from ocr_api.web import negotiation
@@ -19,7 +19,11 @@ from ocr_api.web.openapi import COMMON_PROBLEMS
 router = APIRouter(
     prefix="/v1/uploads",
     tags=["uploads"],
-    dependencies=[Depends(negotiation.known_query_only), Depends(negotiation.accepts_json)],
+    dependencies=[
+        Depends(current_tenant),
+        Depends(negotiation.known_query_only),
+        Depends(negotiation.accepts_json),
+    ],
     responses=COMMON_PROBLEMS,
 )
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from ocr_api.core.db import utcnow
 from ocr_api.core.models import Job, WebhookDelivery, new_id
 from ocr_api.core.settings import Settings
-from ocr_api.jobs.urls import job_url
+from ocr_api.core.urls import job_url
 
 
 def record_job_finished(session: Session, job: Job, *, settings: Settings) -> str | None:

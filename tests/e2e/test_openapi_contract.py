@@ -52,6 +52,7 @@ def test_the_live_api_answers_as_its_openapi_document_says(
                 ("GET", "/result"),
                 ("GET", "/result/link"),
                 ("GET", "/pages/{page_no}"),
+                ("GET", "/pages/{page_no}/image"),
                 ("POST", "/cancel"),
             ]
         )
