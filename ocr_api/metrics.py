@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
 
-from ocr_api.core.contracts import QUEUE_BACKLOG, QUEUE_CONTROL, QUEUE_INTERACTIVE
+from ocr_api.core.contracts import OCR_QUEUES, QUEUE_CONTROL
 from ocr_api.core.db import utcnow
 from ocr_api.core.job_lifecycle import CANCELED, FAILED, QUEUED, RUNNING, SUCCEEDED
 from ocr_api.core.models import Job, Page
@@ -47,7 +47,7 @@ class ServiceCollector(Collector):
         depth = GaugeMetricFamily(
             "uocr_queue_depth", "Messages waiting per queue", labels=["queue"]
         )
-        for queue in (QUEUE_INTERACTIVE, QUEUE_BACKLOG, QUEUE_CONTROL):
+        for queue in (*OCR_QUEUES, QUEUE_CONTROL):
             depth.add_metric([queue], float(self.state.redis.llen(queue)))
         yield depth
 

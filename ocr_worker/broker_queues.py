@@ -13,7 +13,7 @@ from typing import Protocol
 
 import redis
 
-from ocr_api.core.contracts import PRIORITY_QUEUES
+from ocr_api.core.contracts import OCR_QUEUES
 
 # kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16<p>".
 _PRIORITY_SEPARATOR = "\x06\x16"
@@ -35,7 +35,7 @@ class RedisWaitingTasks:
 
     def task_ids(self) -> set[str]:
         ids: set[str] = set()
-        for queue in PRIORITY_QUEUES.values():
+        for queue in OCR_QUEUES:
             for key in _queue_keys(queue):
                 ids.update(self._ids_in(key))
         return ids

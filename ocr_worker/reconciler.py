@@ -131,6 +131,7 @@ class Reconciler:
             group_index=group.group_index,
             priority=job.priority,
             group_pages=group.num_pages,
+            document_pages=job.page_count,
         )
         log.warning("job.resumed", job_id=job.id, page_group=group.group_index)
 

@@ -85,6 +85,7 @@ TEST_SETTINGS_ENV = {
     "UOCR_MAX_PAGES_PER_REQUEST": "20",
     "UOCR_MAX_UPLOAD_BYTES": str(3 * 1024 * 1024),
     "UOCR_QUEUE_MAX_SIZE": "64",
+    "UOCR_LONG_DOCUMENT_PAGES": "10",  # tests/e2e/test_batches.py: the long pool
     "UOCR_WORKER__LEASE_SECONDS": "6",
     "UOCR_WORKER__MAX_GROUP_ATTEMPTS": "3",
     "UOCR_WORKER__RENDER_DPI": "150",

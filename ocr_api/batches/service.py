@@ -50,7 +50,9 @@ def create_batch(
     if idempotency_key and (earlier := _by_key(sessions, tenant_id, idempotency_key)):
         return earlier, True
     _check_options(body, settings)
-    documents = body.documents or _under_prefix(store, tenant_id, body.prefix)
+    documents = body.documents
+    if body.prefix is not None:
+        documents = _under_prefix(store, tenant_id, body.prefix)
     batch = Batch(
         id=new_id(),
         tenant_id=tenant_id,

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from ocr_api.core.celery_app import make_celery
+from ocr_api.core.contracts import OCR_QUEUES
 from ocr_api.core.tenants import CreatedKey
 from tests.conftest import Stack
 from tests.e2e.processes import (
@@ -50,7 +51,7 @@ class Service:
     def start_worker(self, name: str) -> Process:
         """An OCR worker process on both OCR queues, once it answers a ping."""
         worker = celery_worker(
-            self.stack.env, self.logs, name=name, queues="ocr.interactive,ocr.backlog", beat=False
+            self.stack.env, self.logs, name=name, queues=",".join(OCR_QUEUES), beat=False
         ).start()
         app = make_celery(self.stack.settings)
         wait_until(

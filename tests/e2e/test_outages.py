@@ -25,6 +25,7 @@ from celery import Celery
 from sqlalchemy import func, select
 
 from ocr_api.core.celery_app import make_celery
+from ocr_api.core.contracts import OCR_QUEUES
 from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.models import Job, Page, PageGroup
 from ocr_api.core.settings import load_settings
@@ -74,7 +75,7 @@ class Outages:
 
 def _ocr_worker(env: dict[str, str], logs: Path) -> Process:
     worker = celery_worker(
-        env, logs, name=OCR_WORKER, queues="ocr.interactive,ocr.backlog", beat=False
+        env, logs, name=OCR_WORKER, queues=",".join(OCR_QUEUES), beat=False
     ).start()
     app = make_celery(load_settings())
     wait_until(lambda: _answers(app), 60, what="the OCR worker to answer a ping")

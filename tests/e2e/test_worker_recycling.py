@@ -10,6 +10,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from ocr_api.core.celery_app import make_celery
+from ocr_api.core.contracts import OCR_QUEUES
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.helpers import wait_for
@@ -25,7 +26,7 @@ def test_a_child_over_its_memory_limit_is_replaced_and_nothing_is_lost(
         env = {**own.env, "UOCR_WORKER__MAX_MEMORY_PER_CHILD_MB": "1"}
         name = "recycled@e2e"
         worker = celery_worker(
-            env, tmp_path, name=name, queues="ocr.interactive,ocr.backlog", beat=False
+            env, tmp_path, name=name, queues=",".join(OCR_QUEUES), beat=False
         ).start()
         try:
             app = make_celery(own.settings)

@@ -1,0 +1,209 @@
+"""An overnight backlog through the real stack: a folder submitted with ``uocr submit`` as one
+batch while another tenant's app keeps submitting interactive work.
+
+Shown: every document done exactly once, the manifest complete, the batch webhook signed; the
+client killed halfway and run again submits nothing twice; the other tenant is never refused
+and its jobs finish ahead of the backlog; a long document does not hold short ones behind it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pymupdf
+from sqlalchemy import func, select
+
+from ocr_api.core.models import Job
+from ocr_api.webhooks.signing import SIGNATURE_HEADER, verify
+from tests.e2e.conftest import Service
+from tests.e2e.helpers import submit, wait_for
+from tests.e2e.processes import wait_until
+from tests.factories import sample_pages, scanned_pdf
+
+DOCUMENTS = 200
+
+
+def _folder(root: Path) -> Path:
+    """200 one-page scans in two sub-folders; each page different, so each is its own key."""
+    folder = root / "archive"
+    for i in range(DOCUMENTS):
+        target = folder / f"box-{i % 2}" / f"scan-{i:03d}.pdf"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(scanned_pdf(sample_pages(1, lines=2, seed=1000 + i), seed=i, dpi=100))
+    return folder
+
+
+def _uocr(service: Service, api_key: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, **service.stack.env, "UOCR_URL": service.api_url, "UOCR_API_KEY": api_key}
+    return subprocess.Popen(
+        [sys.executable, "-m", "uocr_cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _batch_jobs(service: Service, batch_name: str) -> int:
+    with service.stack.sessions() as session:
+        from ocr_api.core.models import Batch
+
+        batch_id = session.scalar(select(Batch.id).where(Batch.name == batch_name))
+        if batch_id is None:
+            return 0
+        return (
+            session.scalar(select(func.count()).select_from(Job).where(Job.batch_id == batch_id))
+            or 0
+        )
+
+
+def test_a_folder_backlog_beside_another_tenants_interactive_work(
+    service: Service, tmp_path: Path
+) -> None:
+    archive_team, app_team = service.stack.new_tenant(), service.stack.new_tenant()
+    folder = _folder(tmp_path)
+    name = "box 17"
+    args = (
+        "submit",
+        str(folder),
+        "--recursive",
+        "--batch",
+        name,
+        "--parallel",
+        "4",
+        "--metadata",
+        json.dumps({"box": 17}),
+    )
+
+    # The first run is killed once part of the folder is in the batch.
+    first = _uocr(service, archive_team.api_key, *args)
+    wait_until(lambda: _batch_jobs(service, name) >= 40, 120, what="40 documents added")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    before = _batch_jobs(service, name)
+    assert 40 <= before < DOCUMENTS
+
+    # The app's interactive jobs, while the backlog runs.
+    with service.client(app_team) as app:
+        interactive = []
+        for seed in range(3):
+            accepted = submit(
+                app, scanned_pdf(sample_pages(1, lines=2, seed=seed)), priority="interactive"
+            )
+            assert accepted.status_code == 202, accepted.text  # never refused
+            interactive.append(accepted.json()["id"])
+
+        again = _uocr(service, archive_team.api_key, *args, "--wait")
+        out, _ = again.communicate(timeout=900)
+        assert again.returncode == 0, out
+        # An add the killed run had sent may have landed after it died: never uploaded twice.
+        counts = re.search(r"(\d+) uploaded, (\d+) already there", out)
+        assert counts, out
+        uploaded, already = int(counts.group(1)), int(counts.group(2))
+        assert uploaded + already == DOCUMENTS and already >= before, out
+        app_jobs = [wait_for(app, job_id, timeout=60)[0] for job_id in interactive]
+
+    with service.client(archive_team) as client:
+        batches = client.get("/v1/batches").json()["batches"]
+        assert [b["name"] for b in batches] == [name]
+        batch = batches[0]
+        assert batch["status"] == "succeeded", batch
+        assert batch["documents"]["total"] == DOCUMENTS == batch["documents"]["succeeded"]
+        assert batch["pages"] == {"total": DOCUMENTS, "done": DOCUMENTS, "failed": 0}
+        manifest = [
+            json.loads(line) for line in client.get(batch["manifest_url"]).text.splitlines()
+        ]
+
+    # Exactly once: one job per file, every file's name once in the manifest.
+    sources = sorted(entry["source"] for entry in manifest)
+    assert sources == sorted(f"box-{i % 2}/scan-{i:03d}.pdf" for i in range(DOCUMENTS))
+    assert all(entry["status"] == "succeeded" and entry["results"] for entry in manifest)
+    assert _batch_jobs(service, name) == DOCUMENTS
+    # The app's work finished ahead of the backlog's end.
+    assert all(job["status"] == "succeeded" for job in app_jobs)
+    assert max(job["finished_at"] for job in app_jobs) < batch["finished_at"]
+
+
+def test_the_batch_webhook_and_results_under_the_input_names(
+    service: Service, tmp_path: Path
+) -> None:
+    tenant = service.stack.new_tenant()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"letter-{i}.pdf").write_bytes(scanned_pdf(sample_pages(1, lines=2, seed=50 + i)))
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    run = _uocr(
+        service,
+        tenant.api_key,
+        "submit",
+        str(folder),
+        "--batch",
+        "letters",
+        "--webhook-url",
+        service.receiver.url("/hooks/letters"),
+        "--out",
+        str(tmp_path / "out"),
+    )
+    out, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, out
+    assert "3 succeeded, 1 failed" in out, out
+    for i in range(3):
+        markdown = (tmp_path / "out" / f"letter-{i}.md").read_text()
+        assert sample_pages(1, lines=2, seed=50 + i)[0][0].split()[0] in markdown
+    hooks = wait_until(
+        lambda: service.receiver.for_path("/hooks/letters"), 30, what="the batch webhook"
+    )
+    assert verify(tenant.webhook_secret, hooks[0].body, hooks[0].headers[SIGNATURE_HEADER])
+    event = hooks[0].event
+    assert event["type"] == "batch.succeeded"
+    assert event["data"]["documents"]["failed"] == 1
+    with service.client(tenant) as client:
+        manifest = client.get(event["data"]["manifest_url"]).text.splitlines()
+    broken = next(json.loads(line) for line in manifest if "broken" in line)
+    assert broken["status"] == "failed" and "broken.pdf" in broken["error"]
+
+
+def test_a_long_document_does_not_hold_short_ones_behind_it(service: Service) -> None:
+    tenant = service.stack.new_tenant()
+    long_pages = int(service.stack.env["UOCR_LONG_DOCUMENT_PAGES"])
+    with service.client(tenant) as client:
+        accepted = submit(
+            client, scanned_pdf(sample_pages(long_pages + 2, lines=4, seed=9), dpi=100)
+        )
+        assert accepted.status_code == 202, accepted.text
+        long_job = accepted.json()["id"]
+        short = [
+            submit(client, scanned_pdf(sample_pages(1, lines=2, seed=70 + i))).json()["id"]
+            for i in range(3)
+        ]
+        finished_short = [wait_for(client, job_id, timeout=120)[0] for job_id in short]
+        finished_long = wait_for(client, long_job, timeout=300)[0]
+    assert max(j["finished_at"] for j in finished_short) < finished_long["finished_at"]
+
+
+def test_a_presigned_upload_goes_straight_to_the_bucket(service: Service) -> None:
+    tenant = service.stack.new_tenant()
+    document = scanned_pdf(sample_pages(2, lines=2, seed=31))
+    with service.client(tenant) as client:
+        target = client.post("/v1/uploads", json={"filename": "big scan.pdf"}).json()
+        assert target["object_key"].startswith(f"inbox/{tenant.tenant_id}/")
+        put = httpx.put(target["upload_url"], content=document, headers=target["headers"])
+        assert put.status_code == 200
+        job = client.post("/v1/jobs", json={"object_key": target["object_key"]})
+        assert job.status_code == 202 and job.json()["pages_total"] == 2
+        done = wait_for(client, job.json()["id"])[0]
+        assert done["status"] == "succeeded"
+        assert (
+            pymupdf.open(
+                stream=client.get(f"/v1/jobs/{done['id']}/result?format=pdf").content
+            ).page_count
+            == 2
+        )
