@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 BatchStatus = Literal["open", "running", "succeeded", "failed", "canceled"]
 
@@ -20,8 +20,8 @@ class BatchDocument(BaseModel):
 
 
 class BatchCreate(BaseModel):
-    """Documents by key, every document under an inbox prefix, or none yet (``open``: add them
-    with POST .../documents, then close the batch)."""
+    """Documents by key and/or every document under an inbox prefix; with neither, or with
+    ``open``, the batch stays open: add documents with POST .../documents, then close it."""
 
     name: str | None = Field(None, max_length=200, examples=["box-17 (1998 contracts)"])
     documents: list[BatchDocument] = Field(default_factory=list, max_length=10_000)
@@ -31,14 +31,6 @@ class BatchCreate(BaseModel):
     priority: Literal["interactive", "backlog"] = "backlog"
     metadata: dict[str, Any] = Field(default_factory=dict)
     webhook_url: str | None = Field(None, description="one signed event when all have settled")
-
-    @model_validator(mode="after")
-    def _one_source(self) -> BatchCreate:
-        if self.documents and self.prefix:
-            raise ValueError("give documents or a prefix, not both")
-        if not (self.documents or self.prefix or self.open):
-            raise ValueError("give documents, a prefix, or open=true to add documents later")
-        return self
 
 
 class BatchDocumentsAdd(BaseModel):

@@ -50,20 +50,21 @@ def create_batch(
     if idempotency_key and (earlier := _by_key(sessions, tenant_id, idempotency_key)):
         return earlier, True
     _check_options(body, settings)
-    documents = body.documents
+    documents = list(body.documents)
     if body.prefix is not None:
-        documents = _under_prefix(store, tenant_id, body.prefix)
+        documents += _under_prefix(store, tenant_id, body.prefix)
+    stays_open = body.open or not documents
     batch = Batch(
         id=new_id(),
         tenant_id=tenant_id,
         name=body.name,
-        status=OPEN if body.open else RUNNING,
+        status=OPEN if stays_open else RUNNING,
         priority=body.priority,
         pages=body.pages,
         webhook_url=body.webhook_url,
         batch_metadata=body.metadata,
         idempotency_key=idempotency_key,
-        closed_at=None if body.open else utcnow(),
+        closed_at=None if stays_open else utcnow(),
     )
     with transaction(sessions) as session:
         session.add(batch)

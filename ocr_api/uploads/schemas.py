@@ -6,7 +6,12 @@ from pydantic import BaseModel, Field
 
 
 class UploadCreate(BaseModel):
-    filename: str = Field(min_length=1, max_length=255, examples=["box-17/scan-0042.pdf"])
+    filename: str = Field(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[^\x00-\x1f\x7f]+$",  # no control characters
+        examples=["box-17/scan-0042.pdf"],
+    )
     content_type: str = Field(
         "application/pdf",
         pattern=r"^(application/pdf|image/(png|jpeg|tiff))$",

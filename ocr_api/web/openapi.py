@@ -31,8 +31,9 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": Problem, "description": _DESCRIPTIONS[status]} for status in statuses}
 
 
-# Every authenticated route can answer these, whatever it does.
-COMMON_PROBLEMS = problems(401, 406, 422, 500, 503)
+# Every authenticated route can answer these, whatever it does (400: a body that is not
+# even parseable).
+COMMON_PROBLEMS = problems(400, 401, 406, 422, 500, 503)
 
 _RETRY_AFTER = {"description": "seconds to wait", "schema": {"type": "integer"}}
 _REQUEST_ID = {

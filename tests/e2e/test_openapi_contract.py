@@ -21,8 +21,8 @@ BASE_CONFIG = Path(__file__).with_name("schemathesis.toml")
 SEED = "20261203"  # fixed: a failure in CI reproduces locally with the same examples
 
 
-def _operation(name: str, job_id: str) -> str:
-    return f'\n[[operations]]\ninclude-name = "{name}"\nparameters = {{ job_id = "{job_id}" }}\n'
+def _operation(name: str, job_id: str, parameter: str = "job_id") -> str:
+    return f'\n[[operations]]\ninclude-name = "{name}"\nparameters = {{ {parameter} = "{job_id}" }}\n'
 
 
 def test_the_live_api_answers_as_its_openapi_document_says(
@@ -39,6 +39,7 @@ def test_the_live_api_answers_as_its_openapi_document_says(
             for seed in (3, 4)
         )
         wait_for(client, finished)
+        batch = client.post("/v1/batches", json={"name": "contract"}).json()["id"]
     # Real ids reach the routes' real answers (200, 304, 409, 410), not only 404; DELETE gets
     # a job of its own, so the others keep theirs.
     config = tmp_path / "schemathesis.toml"
@@ -53,6 +54,17 @@ def test_the_live_api_answers_as_its_openapi_document_says(
                 ("GET", "/result/link"),
                 ("GET", "/pages/{page_no}"),
                 ("GET", "/pages/{page_no}/image"),
+                ("POST", "/cancel"),
+            ]
+        )
+        + "".join(
+            _operation(f"{method} /v1/batches/{{batch_id}}{suffix}", batch, "batch_id")
+            for method, suffix in [
+                ("GET", ""),
+                ("GET", "/jobs"),
+                ("GET", "/manifest"),
+                ("POST", "/documents"),
+                ("POST", "/close"),
                 ("POST", "/cancel"),
             ]
         )
