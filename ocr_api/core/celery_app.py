@@ -28,8 +28,8 @@ def make_celery(settings: Settings) -> Celery:
     app.conf.update(
         task_queues=[
             Queue(QUEUE_INTERACTIVE, exchange, routing_key=QUEUE_INTERACTIVE),
-            Queue(QUEUE_BACKLOG, exchange, routing_key=QUEUE_BACKLOG),
             Queue(QUEUE_LONG, exchange, routing_key=QUEUE_LONG),
+            Queue(QUEUE_BACKLOG, exchange, routing_key=QUEUE_BACKLOG),
             Queue(QUEUE_CONTROL, exchange, routing_key=QUEUE_CONTROL),
         ],
         task_default_queue=QUEUE_BACKLOG,
@@ -55,7 +55,12 @@ def make_celery(settings: Settings) -> Celery:
         task_send_sent_event=True,
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": visibility},
+        # A worker on several queues takes from the first with work, in the order above (and
+        # of -Q): an interactive job waits for at most the group in hand, not a backlog's turn.
+        broker_transport_options={
+            "visibility_timeout": visibility,
+            "queue_order_strategy": "priority",
+        },
         result_backend_transport_options={"visibility_timeout": visibility},
         worker_hijack_root_logger=False,
         beat_schedule={

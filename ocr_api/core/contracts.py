@@ -18,7 +18,10 @@ QUEUE_INTERACTIVE = "ocr.interactive"
 QUEUE_BACKLOG = "ocr.backlog"
 QUEUE_LONG = "ocr.long"  # documents of long_document_pages or more, whatever their priority
 QUEUE_CONTROL = "control"
-OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_BACKLOG, QUEUE_LONG)
+# In order of precedence: a worker on several takes from the first that has work (Redis
+# "priority" order, ocr_api/core/celery_app.py). Long before backlog, so a long document's next
+# group is never starved by an endless backlog; run a long pool apart to keep short ones moving.
+OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_LONG, QUEUE_BACKLOG)
 
 Priority = Literal["interactive", "backlog"]
 PRIORITY_QUEUES: dict[str, str] = {"interactive": QUEUE_INTERACTIVE, "backlog": QUEUE_BACKLOG}

@@ -48,10 +48,10 @@ class Service:
     def start_ocr_worker(self) -> None:
         self.ocr_worker = self.start_worker(OCR_WORKER_NAME)
 
-    def start_worker(self, name: str) -> Process:
-        """An OCR worker process on both OCR queues, once it answers a ping."""
+    def start_worker(self, name: str, queues: str = ",".join(OCR_QUEUES)) -> Process:
+        """An OCR worker process (on every OCR queue by default), once it answers a ping."""
         worker = celery_worker(
-            self.stack.env, self.logs, name=name, queues=",".join(OCR_QUEUES), beat=False
+            self.stack.env, self.logs, name=name, queues=queues, beat=False
         ).start()
         app = make_celery(self.stack.settings)
         wait_until(

@@ -172,20 +172,26 @@ def test_the_batch_webhook_and_results_under_the_input_names(
 
 
 def test_a_long_document_does_not_hold_short_ones_behind_it(service: Service) -> None:
+    """The service's worker takes every queue (long ones first); a short pool beside it, as
+    the compose file runs one, keeps short documents moving while a long one is read."""
     tenant = service.stack.new_tenant()
     long_pages = int(service.stack.env["UOCR_LONG_DOCUMENT_PAGES"])
-    with service.client(tenant) as client:
-        accepted = submit(
-            client, scanned_pdf(sample_pages(long_pages + 2, lines=4, seed=9), dpi=100)
-        )
-        assert accepted.status_code == 202, accepted.text
-        long_job = accepted.json()["id"]
-        short = [
-            submit(client, scanned_pdf(sample_pages(1, lines=2, seed=70 + i))).json()["id"]
-            for i in range(3)
-        ]
-        finished_short = [wait_for(client, job_id, timeout=120)[0] for job_id in short]
-        finished_long = wait_for(client, long_job, timeout=300)[0]
+    short_pool = service.start_worker("short@e2e", queues="ocr.interactive,ocr.backlog")
+    try:
+        with service.client(tenant) as client:
+            accepted = submit(
+                client, scanned_pdf(sample_pages(long_pages + 2, lines=4, seed=9), dpi=100)
+            )
+            assert accepted.status_code == 202, accepted.text
+            long_job = accepted.json()["id"]
+            short = [
+                submit(client, scanned_pdf(sample_pages(1, lines=2, seed=70 + i))).json()["id"]
+                for i in range(3)
+            ]
+            finished_short = [wait_for(client, job_id, timeout=120)[0] for job_id in short]
+            finished_long = wait_for(client, long_job, timeout=300)[0]
+    finally:
+        short_pool.stop()
     assert max(j["finished_at"] for j in finished_short) < finished_long["finished_at"]
 
 

@@ -22,7 +22,9 @@ SEED = "20261203"  # fixed: a failure in CI reproduces locally with the same exa
 
 
 def _operation(name: str, job_id: str, parameter: str = "job_id") -> str:
-    return f'\n[[operations]]\ninclude-name = "{name}"\nparameters = {{ {parameter} = "{job_id}" }}\n'
+    return (
+        f'\n[[operations]]\ninclude-name = "{name}"\nparameters = {{ {parameter} = "{job_id}" }}\n'
+    )
 
 
 def test_the_live_api_answers_as_its_openapi_document_says(
