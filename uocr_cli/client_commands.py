@@ -42,6 +42,7 @@ def _client() -> Iterator[Any]:
 @click.option("--pages", default=None, help="Page range of each document, e.g. 1-3,7.")
 @click.option("--priority", type=click.Choice(["interactive", "backlog"]), default="backlog")
 @click.option("--metadata", default=None, help="A JSON object kept with each document.")
+@click.option("--reuse", is_flag=True, help="Take the results of documents read before.")
 @click.option("--webhook-url", default=None, help="One signed event when the batch ends.")
 @click.option("--parallel", default=4, show_default=True, help="Uploads at once.")
 @click.option("--wait", is_flag=True, help="Follow the batch until every document settles.")
@@ -53,6 +54,7 @@ def submit(
     pages: str | None,
     priority: str,
     metadata: str | None,
+    reuse: bool,
     webhook_url: str | None,
     parallel: int,
     wait: bool,
@@ -65,7 +67,12 @@ def submit(
     files = collect(paths, recursive=recursive)
     if not files:
         raise CliError("no PDF or page image (.pdf .png .jpg .jpeg .tif .tiff) in the paths given")
-    options = {"pages": pages, "priority": priority, "metadata": _metadata(metadata)}
+    options = {
+        "pages": pages,
+        "priority": priority,
+        "metadata": _metadata(metadata),
+        "reuse_results": reuse or None,
+    }
     batch_options = {"webhook_url": webhook_url} if webhook_url else {}
     name = batch_name or _default_name(paths)
     with _client() as client, _bar() as progress:

@@ -30,6 +30,9 @@ class BatchCreate(BaseModel):
     pages: str | None = Field(None, examples=["1-3,7"], description="for each document")
     priority: Literal["interactive", "backlog"] = "backlog"
     metadata: dict[str, Any] = Field(default_factory=dict)
+    reuse_results: bool = Field(
+        False, description="a document read before (same bytes, pages) takes those results"
+    )
     webhook_url: str | None = Field(None, description="one signed event when all have settled")
 
 

@@ -61,6 +61,7 @@ def create_batch(
         status=OPEN if stays_open else RUNNING,
         priority=body.priority,
         pages=body.pages,
+        reuse_results=body.reuse_results,
         webhook_url=body.webhook_url,
         batch_metadata=body.metadata,
         idempotency_key=idempotency_key,
@@ -176,6 +177,7 @@ def _waiting_job(batch: Batch, document: BatchDocument, settings: Settings) -> J
         source_name=(document.source_name or key.rsplit("/", 1)[-1])[:500],
         input_key=key,
         page_selection=batch.pages,
+        reuse_results=batch.reuse_results,
         job_metadata=batch.batch_metadata,
         page_count=0,
     )

@@ -59,6 +59,7 @@ class Batch(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)  # open, running, then terminal
     priority: Mapped[str] = mapped_column(String(16))
     pages: Mapped[str | None] = mapped_column(String(500))  # the page range of each document
+    reuse_results: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     webhook_url: Mapped[str | None] = mapped_column(Text)
     batch_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
@@ -76,6 +77,7 @@ class Job(Base):
         UniqueConstraint("tenant_id", "idempotency_key"),
         Index("ix_jobs_tenant_listing", "tenant_id", "created_at", "id"),  # GET /v1/jobs pages
         Index("ix_jobs_batch_listing", "batch_id", "created_at", "id"),
+        Index("ix_jobs_content", "tenant_id", "content_digest"),
         # What the feeder scans each round: only the waiting rows.
         Index(
             "ix_jobs_waiting",
@@ -106,11 +108,17 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     batch_id: Mapped[str | None] = mapped_column(ForeignKey("batches.id"))
+    # sha256 of the document's bytes, the page range and the engine: what makes two jobs' results
+    # the same (ocr_api/jobs/reuse.py); reused_from names the job whose results were taken.
+    content_digest: Mapped[str | None] = mapped_column(String(64))
+    reused_from: Mapped[str | None] = mapped_column(String(36))
     # Unset while the job waits in Postgres for the feeder (ocr_api/jobs/admission_service.py).
     admitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # A batch document not yet read: its inbox object and the page range to take from it.
     input_key: Mapped[str | None] = mapped_column(String(1000))
     page_selection: Mapped[str | None] = mapped_column(String(500))
+    # Asked to take the results of an identical finished document instead of reading it again.
+    reuse_results: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     # Set when retention deleted the document and its results; the record stays.
     results_deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # Set by DELETE: the objects are gone and reads answer 410; the row stays as a tombstone.

@@ -28,6 +28,7 @@ class StoredObject:
 class ObjectStore(Protocol):
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
     def get(self, key: str) -> bytes: ...
+    def copy(self, source: str, target: str) -> None: ...
     def delete(self, keys: list[str]) -> None: ...
     def keys_under(self, prefix: str) -> list[str]: ...
     def objects_under(self, prefix: str) -> Iterator[StoredObject]: ...
@@ -67,6 +68,12 @@ class S3ObjectStore:
             if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 raise ObjectNotFound(key) from None
             raise
+
+    def copy(self, source: str, target: str) -> None:
+        """Server-side: the bytes never pass through this process."""
+        self.client.copy_object(
+            Bucket=self.bucket, Key=target, CopySource={"Bucket": self.bucket, "Key": source}
+        )
 
     def delete(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
@@ -151,6 +158,9 @@ class LocalObjectStore:
             return self._path(key).read_bytes()
         except FileNotFoundError:
             raise ObjectNotFound(key) from None
+
+    def copy(self, source: str, target: str) -> None:
+        self.put(target, self.get(source))
 
     def delete(self, keys: list[str]) -> None:
         for key in keys:

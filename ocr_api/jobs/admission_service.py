@@ -18,6 +18,7 @@ from ocr_api.core.errors import DomainError, PayloadTooLarge
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
+from ocr_api.jobs import reuse
 from ocr_api.jobs.documents import inspect_file
 from ocr_api.jobs.intake import PageRef, add_pages_and_groups, select_pages, store_inputs
 
@@ -107,6 +108,7 @@ def admit_job(
         if job is None or job.admitted_at is not None or job.status != job_lifecycle.QUEUED:
             return
         intake = (job.input_key, job.source_name, job.page_selection) if not job.pages else None
+        wants_reuse = job.reuse_results
     taken = _take_document(sessions, store, settings, job_id, *intake) if intake else None
     if intake and taken is None:
         return  # refused: the job failed with the reason
@@ -115,7 +117,13 @@ def admit_job(
         if job is None or job.admitted_at is not None or job.status != job_lifecycle.QUEUED:
             return
         if taken is not None:
-            add_pages_and_groups(session, job, *taken, settings)
+            pages, stored, digest = taken
+            job.content_digest = digest
+            add_pages_and_groups(session, job, pages, stored, settings)
+            session.flush()
+            session.refresh(job)
+        if wants_reuse and (source := reuse.reusable_source(session, job)) is not None:
+            reuse.take_results(session, store, job, source)
         job.admitted_at = utcnow()
         session.flush()
         session.refresh(job)
@@ -132,7 +140,7 @@ def _take_document(
     key: str | None,
     name: str,
     spec: str | None,
-) -> tuple[list[PageRef], list[str]] | None:
+) -> tuple[list[PageRef], list[str], str] | None:
     try:
         if key is None:
             raise DomainError("the job has no document")
@@ -142,13 +150,14 @@ def _take_document(
             )
         inspected = [inspect_file(name, store.get(key))]
         pages = select_pages(inspected, spec, settings)
+        digest = reuse.content_digest([inspected[0].data], pages=spec, engine=settings.engine)
     except ObjectNotFound:
         _refuse(sessions, job_id, f"{key} is no longer in the inbox")
         return None
     except DomainError as error:
         _refuse(sessions, job_id, error.message)
         return None
-    return pages, store_inputs(store, job_id, inspected)
+    return pages, store_inputs(store, job_id, inspected), digest
 
 
 def _refuse(sessions: sessionmaker[Session], job_id: str, reason: str) -> None:

@@ -63,6 +63,7 @@ def public(job: Job, settings: Settings) -> JobPublic:
         started_at=job.started_at,
         result_url=job_url(settings, job.id, "/result") if job.status in TERMINAL else None,
         webhook=_webhook(job),
+        reused_from=job.reused_from,
         pages=[
             PagePublic(
                 page=p.page_no,

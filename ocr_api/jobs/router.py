@@ -56,6 +56,12 @@ _SUBMIT_DOC: dict[str, Any] = {
                         "webhook_url": {"type": "string"},
                         "priority": {"type": "string", "enum": ["interactive", "backlog"]},
                         "metadata": {"type": "string", "description": "a JSON object"},
+                        "reuse_results": {
+                            "type": "string",
+                            "enum": ["true", "false"],
+                            "description": "take the results of an identical finished "
+                            "document (same bytes, pages, engine) instead of reading it again",
+                        },
                     },
                 }
             },
@@ -154,6 +160,7 @@ async def _from_json(
         check_text(body.webhook_url, what="webhook_url"),
         body.priority,
         metadata,
+        body.reuse_results,
     )
     return [upload], options
 
@@ -186,8 +193,18 @@ async def _from_form(
         webhook_url=_text(form.get("webhook_url"), "webhook_url"),
         priority=_text(form.get("priority"), "priority") or "backlog",
         metadata=metadata,
+        reuse_results=_flag(form.get("reuse_results"), "reuse_results"),
     )
     return files, options
+
+
+def _flag(value: object, what: str) -> bool:
+    text = _text(value, what)
+    if text is None or text.lower() in ("false", "0", "no"):
+        return False
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    raise InvalidRequest(f"{what} must be true or false, got {text[:20]!r}", loc=("body", what))
 
 
 def _text(value: object, what: str) -> str | None:

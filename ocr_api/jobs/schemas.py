@@ -21,6 +21,9 @@ class JobCreateFromObject(BaseModel):
     webhook_url: str | None = None
     priority: Literal["interactive", "backlog"] = "backlog"
     metadata: dict[str, Any] = Field(default_factory=dict)
+    reuse_results: bool = Field(
+        False, description="take an identical finished document's results (same bytes, pages)"
+    )
 
 
 class JobAccepted(BaseModel):
@@ -91,6 +94,9 @@ class JobPublic(JobSummary):
     started_at: datetime | None
     result_url: str | None
     webhook: WebhookPublic | None
+    reused_from: str | None = Field(
+        None, description="the job whose results this one took (reuse_results): none was read"
+    )
     pages: list[PagePublic]
 
 

@@ -27,7 +27,7 @@ from ocr_api.core.errors import (
 from ocr_api.core.models import Job, PageGroup, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
-from ocr_api.jobs import intake
+from ocr_api.jobs import intake, reuse
 from ocr_api.jobs.documents import inspect_file
 from ocr_api.webhooks.events import record_job_finished
 from ocr_api.webhooks.url_policy import check_webhook_url
@@ -47,6 +47,7 @@ class JobOptions:
     webhook_url: str | None = None
     priority: str = "backlog"
     metadata: dict[str, Any] = field(default_factory=dict)
+    reuse_results: bool = False  # take an identical finished document's results (reuse.py)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,10 @@ def submit_job(
         webhook_url=options.webhook_url,
         job_metadata=options.metadata,
         page_count=len(page_refs),
+        content_digest=reuse.content_digest(
+            [f.data for f in inspected], pages=options.pages, engine=settings.engine
+        ),
+        reuse_results=options.reuse_results,
     )
     stored = intake.store_inputs(store, job.id, inspected)
     try:
@@ -103,7 +108,12 @@ def submit_job(
         if isinstance(error, IntegrityError) and winner:
             return _replayed(winner, idempotency_key or "", fingerprint)
         raise
-    if options.priority == "interactive" or _window_has_room(sessions, settings, tenant_id):
+    reused = options.reuse_results and _take_earlier_results(sessions, store, job.id)
+    if (
+        reused
+        or options.priority == "interactive"
+        or _window_has_room(sessions, settings, tenant_id)
+    ):
         parallel = settings.page_groups_in_parallel
         _dispatch(sessions, store, dispatcher, job, stored, every_group=parallel)
     # Otherwise the job waits in Postgres, accepted, and the feeder admits it in its turn.
@@ -123,6 +133,7 @@ def request_fingerprint(files: list[UploadedFile], options: JobOptions) -> str:
         "webhook_url": options.webhook_url,
         "priority": options.priority,
         "metadata": options.metadata,
+        "reuse_results": options.reuse_results,
     }
     digest.update(json.dumps(chosen, sort_keys=True, separators=(",", ":")).encode())
     return digest.hexdigest()
@@ -150,6 +161,15 @@ def _check_options(options: JobOptions, settings: Settings) -> None:
         check_webhook_url(
             options.webhook_url, allowed_private_hosts=settings.webhooks.allowed_private_hosts
         )
+
+
+def _take_earlier_results(sessions: sessionmaker[Session], store: ObjectStore, job_id: str) -> bool:
+    with transaction(sessions) as session:
+        job = session.get_one(Job, job_id, with_for_update=True)
+        source = reuse.reusable_source(session, job)
+        if source is not None:
+            reuse.take_results(session, store, job, source)
+        return source is not None
 
 
 def _check_interactive_room(
