@@ -4,24 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import suppress
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
+from starlette.datastructures import UploadFile
 
 from ocr_api.batches import service
 from ocr_api.batches.progress import batch_public, manifest_lines
 from ocr_api.batches.schemas import (
     BatchAdded,
     BatchCreate,
+    BatchDocument,
     BatchDocumentsAdd,
     BatchList,
     BatchPublic,
 )
-from ocr_api.core.errors import Conflict, Gone, NotFound
+from ocr_api.core import object_keys
+from ocr_api.core.errors import Conflict, Gone, InvalidRequest, NotFound
 from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters
 from ocr_api.jobs import service as job_service
+from ocr_api.jobs.input_limits import check_name, read_limited
 from ocr_api.jobs.params import JOB_ID
 from ocr_api.jobs.schemas import JobList
 from ocr_api.web import negotiation
@@ -125,6 +130,67 @@ def add_documents(
         tenant_id=tenant.id,
         batch_id=batch_id,
         documents=body.documents,
+    )
+    state.dispatcher.enqueue_admission()
+    return BatchAdded(added=added.added, existing=added.existing, job_ids=added.job_ids)
+
+
+_FILES_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "one document per part: a PDF or a page image",
+                        }
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.post(
+    "/{batch_id}/files",
+    response_model=BatchAdded,
+    openapi_extra=_FILES_DOC,
+    dependencies=_JSON_ONLY,
+    responses=problems(404, 409, 413),
+)
+async def add_files(
+    request: Request, batch_id: BatchIdDep, state: StateDep, tenant: TenantDep
+) -> BatchAdded:
+    """Add documents sent through the API (a browser cannot PUT to the bucket): each part is
+    stored in the tenant's inbox and added, as POST .../documents adds an inbox object."""
+    limit = state.settings.max_upload_bytes
+    declared = int(request.headers.get("content-length") or 0)
+    request._body = await read_limited(request.stream(), limit=limit + 64 * 1024, declared=declared)
+    form = await request.form(max_files=1000, max_fields=5)
+    uploads = [item for item in form.getlist("file") if isinstance(item, UploadFile)]
+    if not uploads:
+        raise InvalidRequest("no document: send each as the multipart field 'file'")
+    documents = []
+    for item in uploads:
+        name = check_name(item.filename or "document")
+        key = object_keys.upload_key(tenant.id, name)
+        await run_in_threadpool(state.store.put, key, await item.read(), "application/octet-stream")
+        documents.append(BatchDocument(object_key=key, source_name=name))
+    added = await run_in_threadpool(
+        lambda: service.add_documents(
+            sessions=state.sessions,
+            settings=state.settings,
+            tenant_id=tenant.id,
+            batch_id=batch_id,
+            documents=documents,
+        )
     )
     state.dispatcher.enqueue_admission()
     return BatchAdded(added=added.added, existing=added.existing, job_ids=added.job_ids)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import uuid
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
 
 def job_prefix(job_id: str) -> str:
     """Every object of a job (its input, page results, progress, document results) is under it."""
@@ -47,3 +52,10 @@ def result_key(job_id: str, fmt: str) -> str:
 def inbox_prefix(tenant_id: str) -> str:
     """Objects a tenant uploads itself and then names in a JSON submit must live here."""
     return f"inbox/{tenant_id}/"
+
+
+def upload_key(tenant_id: str, filename: str) -> str:
+    """A fresh key in the tenant's inbox that keeps the file's name (made safe): where a
+    presigned PUT, or a batch's file sent through the API, lands."""
+    name = _UNSAFE_NAME.sub("_", filename.rsplit("/", 1)[-1]).strip("._") or "document"
+    return f"{inbox_prefix(tenant_id)}uploads/{uuid.uuid4().hex}/{name}"

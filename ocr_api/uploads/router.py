@@ -4,9 +4,6 @@ object, with the same refusals as an upload through the API."""
 
 from __future__ import annotations
 
-import re
-import uuid
-
 from fastapi import APIRouter, Depends
 
 from ocr_api.core import object_keys
@@ -27,14 +24,11 @@ router = APIRouter(
     responses=COMMON_PROBLEMS,
 )
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 @router.post("", response_model=UploadTarget, status_code=201)
 def create_upload(body: UploadCreate, state: StateDep, tenant: TenantDep) -> UploadTarget:
     """A URL to PUT one document to; the object is the tenant's, under its inbox."""
-    name = _UNSAFE.sub("_", check_name(body.filename).rsplit("/", 1)[-1]).strip("._") or "document"
-    key = f"{object_keys.inbox_prefix(tenant.id)}uploads/{uuid.uuid4().hex}/{name}"
+    key = object_keys.upload_key(tenant.id, check_name(body.filename))
     return UploadTarget(
         object_key=key,
         upload_url=state.store.presigned_upload_url(key, body.content_type),

@@ -25,6 +25,7 @@ from ocr_api.core.tenants import CreatedKey
 from ocr_worker.imaging import PageRasterizer
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
+from tests.e2e.processes import wait_until
 from tests.factories import sample_pages, scanned_pdf
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -428,3 +429,34 @@ def _check_jobs_list(browser: WebDriver, newest_first: list[str], screenshots: P
         10,
         "only the canceled job",
     )
+
+
+def test_several_files_uploaded_in_the_console_become_one_batch(
+    service: Service, browser: Chrome, tmp_path: Path
+) -> None:
+    tenant = service.stack.new_tenant()
+    scans = []
+    for i in range(3):
+        scan = tmp_path / f"letter-{i}.pdf"
+        scan.write_bytes(scanned_pdf(sample_pages(1, lines=2, seed=90 + i), seed=i))
+        scans.append(scan)
+    _sign_in(browser, service, tenant)
+    browser.find_element(By.ID, "nav-upload").click()
+    _find(browser, "#file-input").send_keys("\n".join(str(scan) for scan in scans))
+    _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#chosen-files li")) == 3)
+    browser.find_element(By.ID, "start-upload").click()
+    _wait(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, ".upload-item.uploaded")) == 3,
+        timeout=60,
+        what="three uploads",
+    )
+    with service.client(tenant) as client:
+        batches = client.get("/v1/batches").json()["batches"]
+        assert len(batches) == 1 and batches[0]["documents"]["total"] == 3
+        wait_until(
+            lambda: client.get(batches[0]["status_url"]).json()["status"] == "succeeded",
+            120,
+            what="the console's batch",
+        )
+        names = sorted(j["source"] for j in client.get(batches[0]["jobs_url"]).json()["jobs"])
+    assert names == ["letter-0.pdf", "letter-1.pdf", "letter-2.pdf"]

@@ -42,8 +42,8 @@ export class ApiClient {
     this.onUnauthorized = onUnauthorized;
   }
 
-  async request(path, { method = "GET", accept = "application/json", body } = {}) {
-    const headers = { Authorization: `Bearer ${this.key}`, Accept: accept };
+  async request(path, { method = "GET", accept = "application/json", body, headers: extra = {} } = {}) {
+    const headers = { Authorization: `Bearer ${this.key}`, Accept: accept, ...extra };
     const response = await fetch(path, { method, headers, body, cache: "no-cache" });
     if (!response.ok) {
       const error = new ApiError(response.status, await problemOf(response));
@@ -101,6 +101,27 @@ export class ApiClient {
     if (pages) form.append("pages", pages);
     form.append("priority", priority);
     return this.upload("/v1/jobs", form, onProgress);
+  }
+
+  /** An open batch the console's files are added to, one by one, then closed. */
+  createBatch({ name, pages = "", priority = "backlog" }) {
+    const body = { name, open: true, priority, ...(pages ? { pages } : {}) };
+    return this.json("/v1/batches", {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "Content-Type": "application/json" },
+    });
+  }
+
+  /** One file into a batch through the API; resolves to {added, existing, job_ids}. */
+  addBatchFile(batchId, file, onProgress = () => {}) {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    return this.upload(`/v1/batches/${encodeURIComponent(batchId)}/files`, form, onProgress);
+  }
+
+  closeBatch(batchId) {
+    return this.json(`/v1/batches/${encodeURIComponent(batchId)}/close`, { method: "POST" });
   }
 
   upload(path, form, onProgress) {

@@ -1,7 +1,7 @@
-// What an upload becomes on the API. Today each file is its own job (POST /v1/jobs). When
-// batches exist, planSubmissions() returns one "batch" submission holding every file and
-// submit() posts it to /v1/batches: the upload view only knows submissions, so it does not
-// change.
+// What an upload becomes on the API: one file is one job (POST /v1/jobs); several files are one
+// batch (POST /v1/batches, each file added through POST /v1/batches/{id}/files, then closed),
+// each file its own job in it. The upload view only knows submissions (one per file, each with
+// its progress), so it does not care which.
 
 const ACCEPTED = /\.(pdf|png|jpe?g|tiff?)$/i;
 
@@ -23,22 +23,32 @@ export function planSubmissions(files) {
   }));
 }
 
-/** Sends one submission; resolves to the jobs it created ([{id, status, pages_total}]). */
-export async function submit(api, submission, options, onProgress) {
-  const accepted = await api.submitJob(submission.files, options, onProgress);
-  return [accepted];
+/** Sends one submission; resolves to the jobs it created ([{id, pages_total}]; a batch
+ * document's page count is known once it is admitted: null until then). */
+export async function submit(api, submission, options, onProgress, batchId = null) {
+  if (batchId === null) return [await api.submitJob(submission.files, options, onProgress)];
+  const added = await api.addBatchFile(batchId, submission.files[0], onProgress);
+  return added.job_ids.map((id) => ({ id, pages_total: null }));
 }
 
 /** Sends every submission, two at a time (enough to keep a link busy, few enough that the
  * first jobs start while the rest upload). Callbacks get the submission. */
 export async function submitAll(api, submissions, options, { onProgress, onDone, onError }) {
+  const batch =
+    submissions.length > 1
+      ? await api.createBatch({ name: `console upload ${new Date().toISOString()}`, ...options })
+      : null;
   const queue = [...submissions];
   const worker = async () => {
     for (let next = queue.shift(); next; next = queue.shift()) {
       const submission = next;
       try {
-        const jobs = await submit(api, submission, options, (sent, total) =>
-          onProgress(submission, sent, total),
+        const jobs = await submit(
+          api,
+          submission,
+          options,
+          (sent, total) => onProgress(submission, sent, total),
+          batch && batch.id,
         );
         onDone(submission, jobs);
       } catch (error) {
@@ -47,4 +57,6 @@ export async function submitAll(api, submissions, options, { onProgress, onDone,
     }
   };
   await Promise.all([worker(), worker()]);
+  if (batch) await api.closeBatch(batch.id); // no more files: it ends when they settle
+  return batch;
 }

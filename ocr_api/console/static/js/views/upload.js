@@ -1,6 +1,6 @@
 // Upload: drop files or pick several, choose a page range and a priority, watch each upload's
-// progress, then follow the jobs it made. What a set of files becomes on the API (a job each,
-// later a batch) is uploads.js's business.
+// progress, then follow the jobs it made. What a set of files becomes on the API (a job, or a
+// batch of several) is uploads.js's business.
 
 import { announce, errorMessage, formatBytes, h, heading, replace } from "../dom.js";
 import { planSubmissions, splitAccepted, submitAll } from "../uploads.js";
@@ -56,12 +56,16 @@ export function uploadView(ctx) {
     replace(progressList, [...items.values()].map((item) => item.element));
     start.disabled = true;
     announce(`Uploading ${submissions.length} documents`);
-    await submitAll(ctx.api, submissions, { pages: pages.value.trim(), priority: priority.value }, {
-      onProgress: (s, sent, total) => items.get(s.id).progress(sent, total),
-      onDone: (s, jobs) => items.get(s.id).done(jobs),
-      onError: (s, error) => items.get(s.id).failed(error),
-    });
-    announce("Uploads finished");
+    try {
+      const batch = await submitAll(ctx.api, submissions, { pages: pages.value.trim(), priority: priority.value }, {
+        onProgress: (s, sent, total) => items.get(s.id).progress(sent, total),
+        onDone: (s, jobs) => items.get(s.id).done(jobs),
+        onError: (s, error) => items.get(s.id).failed(error),
+      });
+      announce(batch ? `Uploads finished: batch ${batch.name}` : "Uploads finished");
+    } catch (error) {
+      replace(notes, h("p", { class: "warning", role: "alert" }, errorMessage(error)));
+    }
     start.disabled = files.length === 0;
   }
 
@@ -84,7 +88,7 @@ export function uploadView(ctx) {
         h("label", { for: "priority" }, "Priority"),
         priority,
       ),
-      h("p", { class: "hint" }, "Each file becomes its own job."),
+      h("p", { class: "hint" }, "One file is a job; several files are one batch, each file a job in it."),
       start,
     ),
     progressList,
@@ -105,7 +109,7 @@ function uploadItem(submission) {
     done(jobs) {
       bar.value = 100;
       element.classList.add("uploaded");
-      replace(state, jobs.map((job) => h("a", { href: `#/jobs/${job.id}`, class: "job-link" }, `job of ${job.pages_total} pages`)));
+      replace(state, jobs.map((job) => h("a", { href: `#/jobs/${job.id}`, class: "job-link" }, job.pages_total === null ? "job (in the batch)" : `job of ${job.pages_total} pages`)));
     },
     failed(error) {
       element.classList.add("upload-failed");
