@@ -460,3 +460,8 @@ def test_several_files_uploaded_in_the_console_become_one_batch(
         )
         names = sorted(j["source"] for j in client.get(batches[0]["jobs_url"]).json()["jobs"])
     assert names == ["letter-0.pdf", "letter-1.pdf", "letter-2.pdf"]
+    browser.find_element(By.ID, "nav-jobs").click()
+    row = _find(
+        browser, f'#batches tr[data-batch-id="{batches[0]["id"]}"][data-status="succeeded"]'
+    )
+    assert "3/3 settled" in row.text

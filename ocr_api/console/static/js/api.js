@@ -64,6 +64,10 @@ export class ApiClient {
     return this.json(`/v1/jobs?${query}`);
   }
 
+  listBatches({ limit = 20 } = {}) {
+    return this.json(`/v1/batches?limit=${limit}`);
+  }
+
   getJob(jobId) {
     return this.json(`/v1/jobs/${encodeURIComponent(jobId)}`);
   }

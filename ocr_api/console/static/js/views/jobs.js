@@ -3,6 +3,7 @@
 
 import { h, heading, errorMessage, formatTime, progressBar, replace, statusBadge } from "../dom.js";
 import { Poller } from "../poller.js";
+import { batchesPanel } from "./batches.js";
 
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 const PAGE_SIZE = 50;
@@ -16,6 +17,7 @@ export function jobsView(ctx, params) {
   let cursor = null;
   const message = h("div", { class: "list-message", "aria-live": "polite" });
   const more = h("button", { type: "button", id: "older-jobs", hidden: true }, "Show older jobs");
+  const batches = batchesPanel(ctx.api);
 
   function render(jobs) {
     const ids = new Set(jobs.map((job) => job.id));
@@ -30,7 +32,7 @@ export function jobsView(ctx, params) {
 
   const poller = new Poller(
     async () => {
-      const first = await ctx.api.listJobs({ status, limit: PAGE_SIZE });
+      const [first] = await Promise.all([ctx.api.listJobs({ status, limit: PAGE_SIZE }), batches.refresh()]);
       if (cursor === null) cursor = first.next_cursor;
       more.hidden = !cursor;
       render([...first.jobs, ...olderJobs.filter((job) => !first.jobs.some((j) => j.id === job.id))]);
@@ -69,6 +71,7 @@ export function jobsView(ctx, params) {
       filter,
       h("a", { class: "button primary", href: "#/upload" }, "Upload documents"),
     ),
+    batches.element,
     h(
       "table",
       { class: "job-table", id: "jobs" },
