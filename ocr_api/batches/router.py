@@ -26,7 +26,7 @@ from ocr_api.core.errors import Conflict, Gone, InvalidRequest, NotFound
 from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters
 from ocr_api.jobs import service as job_service
-from ocr_api.jobs.input_limits import check_name, read_limited
+from ocr_api.jobs.input_limits import check_form_fields, check_name, read_limited
 from ocr_api.jobs.params import JOB_ID
 from ocr_api.jobs.schemas import JobList
 from ocr_api.web import negotiation
@@ -143,6 +143,7 @@ _FILES_DOC: dict[str, Any] = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
+                    "additionalProperties": False,
                     "properties": {
                         "file": {
                             "type": "array",
@@ -174,6 +175,7 @@ async def add_files(
     declared = int(request.headers.get("content-length") or 0)
     request._body = await read_limited(request.stream(), limit=limit + 64 * 1024, declared=declared)
     form = await request.form(max_files=1000, max_fields=5)
+    check_form_fields(form, frozenset({"file"}))
     uploads = [item for item in form.getlist("file") if isinstance(item, UploadFile)]
     if not uploads:
         raise InvalidRequest("no document: send each as the multipart field 'file'")

@@ -13,6 +13,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from starlette.datastructures import FormData
+
 from ocr_api.core.errors import InvalidRequest, PayloadTooLarge
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline, return allowed
@@ -81,3 +83,14 @@ def _check_depth(root: object, max_depth: int) -> None:
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, str):
             check_text(value, what="a metadata value")
+
+
+def check_form_fields(form: FormData, known: frozenset[str]) -> None:
+    """A multipart field the route does not take is refused, not ignored (a misspelled
+    ``prioriy`` would otherwise submit a backlog job in silence)."""
+    unknown = sorted(set(form.keys()) - known)
+    if unknown:
+        raise InvalidRequest(
+            f"unknown form field {unknown[0][:50]!r}; this route takes: {', '.join(sorted(known))}",
+            loc=("body", unknown[0][:50]),
+        )

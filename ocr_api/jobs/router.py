@@ -14,6 +14,7 @@ from ocr_api.core.errors import InvalidRequest, PayloadTooLarge
 from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters, service
 from ocr_api.jobs.input_limits import (
+    check_form_fields,
     check_metadata,
     check_name,
     check_text,
@@ -45,6 +46,7 @@ _SUBMIT_DOC: dict[str, Any] = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
+                    "additionalProperties": False,
                     "properties": {
                         "file": {
                             "type": "array",
@@ -170,6 +172,7 @@ async def _from_form(
 ) -> tuple[list[service.UploadedFile], service.JobOptions]:
     settings, limit = state.settings, state.settings.max_upload_bytes
     form = await request.form(max_files=1000, max_fields=20)
+    check_form_fields(form, _FORM_FIELDS)
     files: list[service.UploadedFile] = []
     total = 0
     for item in form.getlist("file"):
@@ -196,6 +199,9 @@ async def _from_form(
         reuse_results=_flag(form.get("reuse_results"), "reuse_results"),
     )
     return files, options
+
+
+_FORM_FIELDS = frozenset({"file", "pages", "webhook_url", "priority", "metadata", "reuse_results"})
 
 
 def _flag(value: object, what: str) -> bool:

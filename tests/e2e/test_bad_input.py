@@ -129,7 +129,7 @@ def _api_process(service: Service) -> psutil.Process:
     port = service.api_url.rsplit(":", 1)[1]
     for process in psutil.process_iter(["cmdline"]):
         cmdline = process.info["cmdline"] or []
-        if "uvicorn" in cmdline[2:3] and port in cmdline:
+        if cmdline[2:4] == ["uocr_cli", "api"] and port in cmdline:  # `uocr api`, one process
             return process
     raise LookupError("the API process")
 
