@@ -16,6 +16,8 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
+from ocr_api.core.logging import configure_logging
+from ocr_api.core.mupdf_messages import keep_mupdf_quiet, log_mupdf_messages
 from ocr_api.core.settings import S3Settings
 from ocr_api.core.storage import ObjectStore, make_object_store
 
@@ -32,6 +34,9 @@ REPAIRED_WARNING = "repaired_file"
 class RenderedPage:
     pixels: np.ndarray  # (H, W, 3) uint8 RGB
     warnings: tuple[str, ...] = ()
+
+
+keep_mupdf_quiet()
 
 
 def release_mupdf_store() -> None:
@@ -97,6 +102,7 @@ class PageRasterizer:
                 return _repaired_page(pixels, index)
         finally:
             release_mupdf_store()  # ~0 ms a scanned page, ~4 ms a born-digital one
+            log_mupdf_messages(page_index=index)
 
     def _load_image(self, data: bytes, index: int) -> np.ndarray:
         with Image.open(io.BytesIO(data)) as image:
@@ -186,6 +192,7 @@ class _Renderer:
 
 
 def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
+    configure_logging("info")  # a spawned process: its lines must be JSON like its parent's
     watch = threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True)
     watch.start()
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pymupdf
 
 from ocr_api.core.errors import InvalidDocument, InvalidRequest, UnsupportedMediaType
+from ocr_api.core.mupdf_messages import keep_mupdf_quiet, log_mupdf_messages
 
 # Decided from the bytes, never from the client's Content-Type or file name.
 _MAGIC: list[tuple[bytes, str]] = [
@@ -26,6 +27,8 @@ _NOT_PDF: list[tuple[bytes, str]] = [
     (b"Rar!", "a RAR archive"),
     (b"\xd0\xcf\x11\xe0", "an OLE (old Office) file"),
 ]
+keep_mupdf_quiet()
+
 CONTENT_TYPES = {
     "pdf": "application/pdf",
     "png": "image/png",
@@ -58,6 +61,13 @@ def sniff_kind(name: str, data: bytes) -> str:
 
 
 def inspect_file(name: str, data: bytes) -> InspectedFile:
+    try:
+        return _inspect(name, data)
+    finally:
+        log_mupdf_messages(document=name[:200])
+
+
+def _inspect(name: str, data: bytes) -> InspectedFile:
     kind = sniff_kind(name, data)
     try:
         doc = pymupdf.open(stream=data, filetype=kind)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image
 
+from ocr_api.core.mupdf_messages import log_mupdf_messages
 from ocr_api.core.storage import ObjectStore
 
 JPEG_QUALITY = 85
@@ -115,6 +116,7 @@ class PageImageRenderer:
             # The worker does the same after each page: MuPDF's process-wide store keeps every
             # decoded scan (up to 256 MB) though no later page reuses it.
             pymupdf.TOOLS.store_shrink(100)
+            log_mupdf_messages(page_index=index)
 
     def _load_image(self, data: bytes, index: int) -> Image.Image:
         with Image.open(io.BytesIO(data)) as image:

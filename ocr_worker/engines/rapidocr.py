@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -13,6 +14,14 @@ from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.layout import LayoutBlock, TextBox, layout_page, render
 
 log = structlog.get_logger(__name__)
+
+
+def _route_rapidocr_logs() -> None:
+    """RapidOCR logs through a coloured handler of its own, not through the root logger: hand
+    its lines to ours, so they are JSON like every other line the worker writes."""
+    rapid = logging.getLogger("RapidOCR")
+    rapid.handlers.clear()
+    rapid.propagate = True
 
 
 class RapidOcrEngine(OcrEngine):
@@ -30,6 +39,7 @@ class RapidOcrEngine(OcrEngine):
                 "EngineConfig.onnxruntime.inter_op_num_threads": 1,
             }
         )
+        _route_rapidocr_logs()
 
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         return [self.recognize_page(page) for page in group.pages]

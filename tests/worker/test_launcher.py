@@ -25,7 +25,7 @@ def test_all_cards_get_one_pinned_worker_each() -> None:
         argv = " ".join(spec.argv)
         assert f"-n {spec.node_name}" in argv and "--concurrency 16" in argv
         assert "--pool threads" in argv and spec.env["UOCR_WORKER__POOL"] == "threads"
-        assert "-Q ocr.interactive,ocr.backlog" in argv
+        assert "-Q ocr.interactive,ocr.long,ocr.backlog" in argv
 
 
 def test_chosen_cards_and_no_gpu() -> None:
