@@ -38,7 +38,6 @@ from ocr_worker.broker_queues import WaitingTasks
 log = structlog.get_logger(__name__)
 
 SETTLED = frozenset({"done", "failed", "canceled"})
-UNFINISHED = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
 
 
 @dataclass
@@ -57,7 +56,9 @@ class Reconciler:
         Postgres, so a message sent during the pass is never mistaken for a lost one."""
         waiting = self.waiting.task_ids()
         with self.sessions() as session:
-            job_ids = list(session.scalars(select(Job.id).where(Job.status.in_(UNFINISHED))))
+            job_ids = list(
+                session.scalars(select(Job.id).where(Job.status.in_(job_lifecycle.UNFINISHED)))
+            )
         dispatched: list[str] = []
         for job_id in job_ids:
             dispatched += self._reconcile_job(job_id, waiting)
@@ -90,7 +91,7 @@ class Reconciler:
             # A worker claiming or recording in this job holds its row: look again next tick.
             job = session.scalar(
                 select(Job)
-                .where(Job.id == job_id, Job.status.in_(UNFINISHED))
+                .where(Job.id == job_id, Job.status.in_(job_lifecycle.UNFINISHED))
                 .with_for_update(skip_locked=True)
             )
             if job is None:

@@ -17,8 +17,6 @@ from ocr_api.core.models import Batch, Job, WebhookDelivery, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore
 
-_UNFINISHED = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
-
 
 def manifest_key(batch_id: str) -> str:
     return f"batches/{batch_id}/manifest.jsonl"
@@ -32,7 +30,7 @@ def finish_settled_batches(
     settings: Settings,
 ) -> list[str]:
     """Closed batches with no unfinished document: finished now. Returns their ids."""
-    unfinished = exists().where(Job.batch_id == Batch.id, Job.status.in_(_UNFINISHED))
+    unfinished = exists().where(Job.batch_id == Batch.id, Job.status.in_(job_lifecycle.UNFINISHED))
     with sessions() as session:
         ids = session.scalars(select(Batch.id).where(Batch.status == RUNNING, ~unfinished)).all()
     return [

@@ -107,7 +107,7 @@ def cancel_batch(*, sessions: sessionmaker[Session], tenant_id: str, batch_id: s
         batch.status, batch.finished_at = job_lifecycle.CANCELED, utcnow()
         batch.closed_at = batch.closed_at or batch.finished_at
         unfinished = session.scalars(
-            select(Job).where(Job.batch_id == batch.id, Job.status.in_(_UNFINISHED))
+            select(Job).where(Job.batch_id == batch.id, Job.status.in_(job_lifecycle.UNFINISHED))
         ).all()
         running = []
         for job in unfinished:
@@ -126,9 +126,6 @@ def get_batch(
     if batch is None or batch.tenant_id != tenant_id:
         raise NotFound(f"batch {batch_id} not found")
     return batch
-
-
-_UNFINISHED = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
 
 
 def _add(

@@ -13,6 +13,7 @@ QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELED = (
     "canceled",
 )
 TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELED})
+UNFINISHED = frozenset({QUEUED, RUNNING})
 
 _ALLOWED: dict[str, frozenset[str]] = {
     QUEUED: frozenset({RUNNING, CANCELED, FAILED}),

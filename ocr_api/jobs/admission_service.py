@@ -23,7 +23,6 @@ from ocr_api.jobs.documents import inspect_file
 from ocr_api.jobs.intake import PageRef, add_pages_and_groups, select_pages, store_inputs
 
 FEEDER_LOCK = 0x756F6372  # "uocr": one feeder at a time across the deployment
-_IN_FLIGHT = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
 
 
 def admit_waiting(
@@ -54,7 +53,7 @@ def _round(
         cap = settings.admission.tenant_max_in_flight
         plan = plan_admission(
             _waiting(session, cap),
-            _in_flight(session),
+            in_flight_by_tenant(session),
             window=settings.admission.window,
             tenant_cap=cap,
         )
@@ -84,13 +83,23 @@ def _waiting(session: Session, per_tenant: int) -> list[WaitingJob]:
     return [WaitingJob(r.id, r.tenant_id, r.priority == "interactive", r.created_at) for r in rows]
 
 
-def _in_flight(session: Session) -> dict[str, int]:
+def in_flight_by_tenant(session: Session) -> dict[str, int]:
+    """Admitted, unfinished jobs per tenant: what fills the window."""
     rows = session.execute(
         select(Job.tenant_id, func.count())
-        .where(Job.admitted_at.is_not(None), Job.status.in_(_IN_FLIGHT))
+        .where(Job.admitted_at.is_not(None), Job.status.in_(job_lifecycle.UNFINISHED))
         .group_by(Job.tenant_id)
     ).all()
     return {tenant: count for tenant, count in rows}
+
+
+def has_room(session: Session, settings: Settings, tenant_id: str) -> bool:
+    """Whether one more job of the tenant could be admitted now (the plan's two bounds)."""
+    in_flight = in_flight_by_tenant(session)
+    return (
+        sum(in_flight.values()) < settings.admission.window
+        and in_flight.get(tenant_id, 0) < settings.admission.tenant_max_in_flight
+    )
 
 
 def admit_job(
@@ -108,7 +117,6 @@ def admit_job(
         if job is None or job.admitted_at is not None or job.status != job_lifecycle.QUEUED:
             return
         intake = (job.input_key, job.source_name, job.page_selection) if not job.pages else None
-        wants_reuse = job.reuse_results
     taken = _take_document(sessions, store, settings, job_id, *intake) if intake else None
     if intake and taken is None:
         return  # refused: the job failed with the reason
@@ -122,11 +130,9 @@ def admit_job(
             add_pages_and_groups(session, job, pages, stored, settings)
             session.flush()
             session.refresh(job)
-        if wants_reuse and (source := reuse.reusable_source(session, job)) is not None:
-            reuse.take_results(session, store, job, source)
+        if job.reuse_results:
+            reuse.take_earlier_results(session, store, job)
         job.admitted_at = utcnow()
-        session.flush()
-        session.refresh(job)
         groups = job.groups if settings.page_groups_in_parallel else job.groups[:1]
         for group in groups:
             queue_group(dispatcher, group, priority=job.priority)

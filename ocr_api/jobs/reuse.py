@@ -50,6 +50,14 @@ def reusable_source(session: Session, job: Job) -> Job | None:
     )
 
 
+def take_earlier_results(session: Session, store: ObjectStore, job: Job) -> bool:
+    """Take the results of the latest reusable job, if there is one; returns whether it did."""
+    source = reusable_source(session, job)
+    if source is not None:
+        take_results(session, store, job, source)
+    return source is not None
+
+
 def take_results(session: Session, store: ObjectStore, job: Job, source: Job) -> None:
     """Copy ``source``'s page results into ``job`` (its pages and groups are planned) and
     settle every group; the caller dispatches the first group, which finishes the job."""

@@ -27,7 +27,7 @@ from ocr_api.core.errors import (
 from ocr_api.core.models import Job, PageGroup, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
-from ocr_api.jobs import intake, reuse
+from ocr_api.jobs import admission_service, intake, reuse
 from ocr_api.jobs.documents import inspect_file
 from ocr_api.webhooks.events import record_job_finished
 from ocr_api.webhooks.url_policy import check_webhook_url
@@ -166,10 +166,7 @@ def _check_options(options: JobOptions, settings: Settings) -> None:
 def _take_earlier_results(sessions: sessionmaker[Session], store: ObjectStore, job_id: str) -> bool:
     with transaction(sessions) as session:
         job = session.get_one(Job, job_id, with_for_update=True)
-        source = reuse.reusable_source(session, job)
-        if source is not None:
-            reuse.take_results(session, store, job, source)
-        return source is not None
+        return reuse.take_earlier_results(session, store, job)
 
 
 def _check_interactive_room(
@@ -200,20 +197,7 @@ def _window_has_room(sessions: sessionmaker[Session], settings: Settings, tenant
     """A backlog submit goes straight to the broker while the tenant is under its share and
     the window has room (ocr_api/core/admission.py); else it waits for the feeder."""
     with sessions() as session:
-        in_flight = dict(
-            session.execute(
-                select(Job.tenant_id, func.count())
-                .where(Job.admitted_at.is_not(None), Job.status.in_(_IN_FLIGHT))
-                .group_by(Job.tenant_id)
-            ).all()
-        )
-    return (
-        sum(in_flight.values()) < settings.admission.window
-        and in_flight.get(tenant_id, 0) < settings.admission.tenant_max_in_flight
-    )
-
-
-_IN_FLIGHT = (job_lifecycle.QUEUED, job_lifecycle.RUNNING)
+        return admission_service.has_room(session, settings, tenant_id)
 
 
 def _insert_job(
