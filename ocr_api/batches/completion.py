@@ -3,8 +3,6 @@ signed webhook is recorded (and sent), once."""
 
 from __future__ import annotations
 
-import json
-
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -13,9 +11,10 @@ from ocr_api.batches.service import RUNNING
 from ocr_api.core import job_lifecycle
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher
-from ocr_api.core.models import Batch, Job, WebhookDelivery, new_id
+from ocr_api.core.models import Batch, Job
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore
+from ocr_api.webhooks.events import record_event
 
 
 def manifest_key(batch_id: str) -> str:
@@ -69,13 +68,12 @@ def _record_event(session: Session, batch: Batch, settings: Settings) -> str | N
     """``batch.succeeded`` / ``batch.failed``, signed and retried like the job events."""
     if not batch.webhook_url:
         return None
-    event_id = new_id()
     public = batch_public(session, batch, settings)
-    body = {
-        "id": event_id,
-        "type": f"batch.{batch.status}",
-        "created_at": utcnow().isoformat(),
-        "data": {
+    return record_event(
+        session,
+        event_type=f"batch.{batch.status}",
+        url=batch.webhook_url,
+        data={
             "batch_id": batch.id,
             "name": batch.name,
             "status": batch.status,
@@ -85,14 +83,5 @@ def _record_event(session: Session, batch: Batch, settings: Settings) -> str | N
             "manifest_url": public.manifest_url,
             "metadata": batch.batch_metadata,
         },
-    }
-    session.add(
-        WebhookDelivery(
-            id=event_id,
-            batch_id=batch.id,
-            event_type=body["type"],
-            url=batch.webhook_url,
-            body=json.dumps(body, separators=(",", ":"), sort_keys=True),
-        )
+        batch_id=batch.id,
     )
-    return event_id

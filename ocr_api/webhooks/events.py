@@ -1,8 +1,9 @@
-"""Job events for webhooks: stored as a delivery row before anything is sent."""
+"""Webhook events (a job's, a batch's): stored as a delivery row before anything is sent."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -16,12 +17,11 @@ def record_job_finished(session: Session, job: Job, *, settings: Settings) -> st
     """Store the job's terminal event; returns the delivery id, or None without a webhook URL."""
     if not job.webhook_url:
         return None
-    event_id = new_id()
-    body = {
-        "id": event_id,
-        "type": f"job.{job.status}",
-        "created_at": utcnow().isoformat(),
-        "data": {
+    return record_event(
+        session,
+        event_type=f"job.{job.status}",
+        url=job.webhook_url,
+        data={
             "job_id": job.id,
             "status": job.status,
             "pages_total": job.page_count,
@@ -32,13 +32,31 @@ def record_job_finished(session: Session, job: Job, *, settings: Settings) -> st
             "result_url": job_url(settings, job.id, "/result"),
             "metadata": job.job_metadata,
         },
-    }
-    delivery = WebhookDelivery(
-        id=event_id,
         job_id=job.id,
-        event_type=body["type"],
-        url=job.webhook_url,
-        body=json.dumps(body, separators=(",", ":"), sort_keys=True),
     )
-    session.add(delivery)
+
+
+def record_event(
+    session: Session,
+    *,
+    event_type: str,
+    url: str,
+    data: dict[str, Any],
+    job_id: str | None = None,
+    batch_id: str | None = None,
+) -> str:
+    """The one envelope every event has (``id``, ``type``, ``created_at``, ``data``), stored as
+    the exact bytes that are signed and sent; returns the delivery id."""
+    event_id = new_id()
+    body = {"id": event_id, "type": event_type, "created_at": utcnow().isoformat(), "data": data}
+    session.add(
+        WebhookDelivery(
+            id=event_id,
+            job_id=job_id,
+            batch_id=batch_id,
+            event_type=event_type,
+            url=url,
+            body=json.dumps(body, separators=(",", ":"), sort_keys=True),
+        )
+    )
     return event_id
