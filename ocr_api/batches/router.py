@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import suppress
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile
@@ -22,12 +22,12 @@ from ocr_api.batches.schemas import (
     BatchPublic,
 )
 from ocr_api.core import object_keys
-from ocr_api.core.errors import Conflict, Gone, InvalidRequest, NotFound
+from ocr_api.core.errors import Conflict, Gone, InvalidRequest
 from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters
 from ocr_api.jobs import service as job_service
 from ocr_api.jobs.input_limits import check_form_fields, check_name, read_limited
-from ocr_api.jobs.params import JOB_ID
+from ocr_api.jobs.params import BatchIdDep
 from ocr_api.jobs.schemas import JobList
 from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS, problems
@@ -39,15 +39,6 @@ router = APIRouter(
     responses=COMMON_PROBLEMS,
 )
 _JSON_ONLY = [Depends(negotiation.accepts_json)]
-
-
-def _batch_id(batch_id: Annotated[str, Path(description="the id a create answered with")]) -> str:
-    if not JOB_ID.fullmatch(batch_id):  # batch ids are UUIDs too
-        raise NotFound(f"batch {batch_id[:80]!r} not found")
-    return batch_id
-
-
-BatchIdDep = Annotated[str, Depends(_batch_id)]
 
 
 @router.post(

@@ -19,7 +19,7 @@ from ocr_api.jobs import service
 from ocr_api.jobs.page_image import RENDERER_VERSION, PageImageError, PageImageRenderer
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.web import negotiation
-from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+from ocr_api.web.openapi import COMMON_PROBLEMS, NOT_MODIFIED, problems
 
 router = APIRouter(
     prefix="/v1/jobs",
@@ -70,7 +70,7 @@ _HEADERS: dict[str, Any] = {
             "content": {JPEG: {"schema": {"type": "string", "format": "binary"}}},
             "headers": _HEADERS,
         },
-        304: {"description": "Not modified: the client's copy (If-None-Match) is current"},
+        **NOT_MODIFIED,
         **problems(404, 410),
     },
 )
@@ -91,7 +91,7 @@ async def get_page_image(
     page = await run_in_threadpool(_page, state, tenant.id, job_id, page_no)
     etag = _etag(page, renderer, width)
     headers = {"ETag": etag, "Cache-Control": _CACHE_CONTROL}
-    if etag in {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}:
+    if negotiation.client_has(request, etag):
         return Response(status_code=304, headers=headers)
     try:
         image = await run_in_threadpool(

@@ -20,7 +20,7 @@ from ocr_api.jobs import service
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.jobs.schemas import JobResult, ResultLink
 from ocr_api.web import negotiation
-from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+from ocr_api.web.openapi import COMMON_PROBLEMS, NOT_MODIFIED, problems
 
 router = APIRouter(
     prefix="/v1/jobs",
@@ -35,9 +35,6 @@ _FORMAT_OF_MEDIA = {
     object_keys.result_media_type(fmt).split(";")[0]: fmt for fmt in object_keys.RESULT_FILES
 }
 _IMMUTABLE = "private, max-age=31536000, immutable"
-_CACHED: dict[int | str, dict[str, Any]] = {
-    304: {"description": "Not modified: the client's copy (If-None-Match) is current"}
-}
 _CACHE_HEADERS = {
     "ETag": {"description": "the content's hash", "schema": {"type": "string"}},
     "Cache-Control": {"description": "results never change", "schema": {"type": "string"}},
@@ -62,7 +59,7 @@ _FILE_CONTENT: dict[str, Any] = {
                 "Content-Disposition": {"description": "a file name", "schema": {"type": "string"}},
             },
         },
-        **_CACHED,
+        **NOT_MODIFIED,
         **problems(404, 409, 410),
     },
 )
@@ -112,7 +109,7 @@ def get_result_link(
     dependencies=[Depends(negotiation.accepts_json)],
     responses={
         200: {"model": PageResult, "description": "The page's result", "headers": _CACHE_HEADERS},
-        **_CACHED,
+        **NOT_MODIFIED,
         **problems(404, 409, 410),
     },
 )
@@ -148,7 +145,7 @@ def _format(request: Request, asked: str | None) -> str:
 def _immutable(request: Request, data: bytes, media_type: str, headers: dict[str, str]) -> Response:
     etag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
     headers = {**headers, "ETag": etag, "Cache-Control": _IMMUTABLE}
-    if etag in {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}:
+    if negotiation.client_has(request, etag):
         return Response(status_code=304, headers=headers)
     return Response(data, media_type=media_type, headers=headers)
 

@@ -65,6 +65,11 @@ def require(request: Request, offered: list[str]) -> str:
     return media
 
 
+def client_has(request: Request, etag: str) -> bool:
+    """A conditional GET whose copy is current (If-None-Match names this ETag): answer 304."""
+    return etag in {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}
+
+
 def accepts_json(request: Request) -> None:
     """A dependency of JSON routes (errors are JSON too, so a client asking for problem+json
     alone is answered)."""

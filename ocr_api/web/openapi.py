@@ -35,6 +35,11 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
 # even parseable).
 COMMON_PROBLEMS = problems(400, 401, 406, 422, 500, 503)
 
+# Routes whose answers carry an ETag may answer a conditional GET with this.
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
+    304: {"description": "Not modified: the client's copy (If-None-Match) is current"}
+}
+
 _RETRY_AFTER = {"description": "seconds to wait", "schema": {"type": "integer"}}
 _REQUEST_ID = {
     "description": "the request's id (yours from X-Request-ID, or one made for it)",
