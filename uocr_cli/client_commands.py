@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from uocr_cli.errors import CliError
+from uocr_cli.progress import progress_bar
 
 FORMATS = ("json", "markdown", "text", "hocr", "pdf")
 
@@ -75,7 +76,7 @@ def submit(
     }
     batch_options = {"webhook_url": webhook_url} if webhook_url else {}
     name = batch_name or _default_name(paths)
-    with _client() as client, _bar() as progress:
+    with _client() as client, progress_bar() as progress:
         uploads = progress.add_task("upload (files)", total=len(files))
         try:
             submitted = submit_archive(
@@ -198,17 +199,3 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise CliError("--metadata must be a JSON object")
     return value
-
-
-@contextmanager
-def _bar() -> Iterator[Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    columns = (
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns) as progress:
-        yield progress

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from uocr_cli.errors import CliError
+from uocr_cli.progress import progress_bar
 
 
 @click.command()
@@ -18,8 +19,6 @@ from uocr_cli.errors import CliError
 def run(file: Path, out_dir: Path, pages: str | None) -> None:
     """OCR FILE on this machine, no servers: writes result.json, result.md, pages.jsonl,
     result.pdf and result.hocr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     from ocr_api.core.errors import DomainError
     from ocr_api.core.logging import configure_logging
     from ocr_api.core.settings import get_settings
@@ -28,13 +27,7 @@ def run(file: Path, out_dir: Path, pages: str | None) -> None:
     settings = get_settings()
     configure_logging("warning")
     _require_writable(out_dir)
-    columns = (
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns) as progress:
+    with progress_bar() as progress:
         task = progress.add_task(f"OCR {file.name} (pages)", total=None)
         try:
             job = run_document(

@@ -16,7 +16,7 @@ from ocr_api.core.models import Job
 from ocr_api.core.settings import load_settings
 from ocr_api.core.storage import LocalObjectStore
 from ocr_api.core.tenants import create_key
-from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
+from ocr_api.jobs.service import JobOptions, UploadedFile, delete_job, submit_job
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.base import OcrEngine, PageGroupInput
 from ocr_worker.pipeline import PageGroupPipeline
@@ -88,6 +88,17 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
                 files=[UploadedFile("d.pdf", _pdf(pages))],
                 options=JobOptions(),
             ).job.id
+
+        def delete(self, job_id: str) -> None:
+            delete_job(
+                sessions=sessions,
+                store=self.store,
+                dispatcher=self.dispatcher,
+                settings=settings,
+                tenant_id=tenant_id,
+                job_id=job_id,
+                deleted_by="t",
+            )
 
         def pipeline(self, engine: OcrEngine) -> PageGroupPipeline:
             return PageGroupPipeline(

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from ocr_api.core.db import utcnow
 from ocr_api.core.errors import ServiceUnavailable
 from ocr_api.core.models import Job
-from ocr_api.jobs.service import JobOptions, UploadedFile, delete_job, submit_job
+from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.orphans import sweep_orphan_objects
 from tests.worker.conftest import _pdf
 
@@ -77,15 +77,7 @@ def test_objects_without_a_job_are_swept_after_the_grace_and_jobs_keep_theirs(ha
 
 def test_what_a_worker_writes_after_its_job_was_deleted_is_swept_at_once(harness) -> None:  # type: ignore[no-untyped-def]
     deleted, kept = harness.submit(2), harness.submit(2)
-    delete_job(
-        sessions=harness.sessions,
-        store=harness.store,
-        dispatcher=harness.dispatcher,
-        settings=harness.settings,
-        tenant_id=harness.tenant_id,
-        job_id=deleted,
-        deleted_by="t",
-    )
+    harness.delete(deleted)
     assert harness.store.keys_under(f"jobs/{deleted}/") == []
     late = f"jobs/{deleted}/pages/00001.json"  # a worker still running wrote it after
     harness.store.put(late, b"{}")

@@ -17,7 +17,7 @@ from ocr_api.core import object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction
 from ocr_api.core.models import Job, Page, PageGroup
-from ocr_api.jobs.service import cancel_job, delete_job
+from ocr_api.jobs.service import cancel_job
 from ocr_worker.assembly import load_page_results
 from ocr_worker.engines.base import PageGroupInput
 from ocr_worker.recovery import recover_stale_groups
@@ -228,15 +228,7 @@ def test_a_job_deleted_while_its_group_runs_leaves_nothing_in_storage(harness) -
     job_id = harness.submit(7)
 
     def delete() -> None:
-        delete_job(
-            sessions=harness.sessions,
-            store=harness.store,
-            dispatcher=harness.dispatcher,
-            settings=harness.settings,
-            tenant_id=harness.tenant_id,
-            job_id=job_id,
-            deleted_by="t",
-        )
+        harness.delete(job_id)
 
     engine = HookedEngine({0: delete})
     harness.drain(engine)

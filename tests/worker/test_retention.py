@@ -8,7 +8,6 @@ from datetime import timedelta
 from ocr_api.core import object_keys
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.models import Job
-from ocr_api.jobs.service import delete_job
 from ocr_worker.retention import purge_expired_results
 from tests.worker.conftest import ScriptedEngine
 
@@ -61,15 +60,7 @@ def test_a_retention_of_zero_keeps_everything(harness) -> None:  # type: ignore[
 def test_a_deleted_job_is_not_retentions_and_keeps_its_tombstone(harness) -> None:  # type: ignore[no-untyped-def]
     job_id = harness.submit(1)
     harness.drain(ScriptedEngine())
-    delete_job(
-        sessions=harness.sessions,
-        store=harness.store,
-        dispatcher=harness.dispatcher,
-        settings=harness.settings,
-        tenant_id=harness.tenant_id,
-        job_id=job_id,
-        deleted_by="t",
-    )
+    harness.delete(job_id)
     _finish_days_ago(harness, job_id, 40)
     assert purge_expired_results(harness.sessions, harness.store, retention_days=30) == []
     job = harness.job(job_id)
