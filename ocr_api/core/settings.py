@@ -129,6 +129,43 @@ class AdmissionSettings(_Section):
     interval_seconds: float = Field(2.0, gt=0)  # beat's admission round (also run on submit)
 
 
+class ModelVersionSettings(_Section):
+    """One named model version: which engine, which weights, and the engine options that differ
+    from the top-level ``unlimited_ocr`` section. Old versions stay listed so a rollback is a
+    change of ``models.serve``, not a redeploy."""
+
+    engine: EngineName = "rapidocr"
+    model_path: Path | None = None
+    manifest_sha256: str | None = None  # the manifest the weights must match (uocr model verify)
+    unlimited_ocr: dict[str, object] = {}  # overrides of the top-level unlimited_ocr section
+
+    @model_validator(mode="after")
+    def _valid_options(self) -> ModelVersionSettings:
+        UnlimitedOcrSettings.model_validate(self.unlimited_ocr)  # names and values checked now
+        if self.engine == "unlimited_ocr" and self.model_path is None:
+            raise ValueError("a version with engine 'unlimited_ocr' needs model_path")
+        return self
+
+
+class ModelsSettings(_Section):
+    """Named versions and the routing of new jobs between them. With no versions listed, the
+    top-level ``engine``/``model_path``/``unlimited_ocr`` form the one version "default"."""
+
+    versions: dict[str, ModelVersionSettings] = {}
+    serve: str = "default"  # the stable version: new jobs go here unless routed to the canary
+    canary: str | None = None
+    canary_percent: float = Field(0.0, ge=0, le=100)  # share of new jobs sent to the canary
+    canary_tenants: tuple[str, ...] = ()  # these tenants' new jobs always go to the canary
+
+    @model_validator(mode="after")
+    def _known_versions(self) -> ModelsSettings:
+        known = set(self.versions) or {"default"}
+        for role, name in (("serve", self.serve), ("canary", self.canary)):
+            if name is not None and name not in known:
+                raise ValueError(f"models.{role} names {name!r}; versions are {sorted(known)}")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="UOCR_", env_nested_delimiter="__", frozen=True, extra="forbid"
@@ -176,6 +213,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     unlimited_ocr: UnlimitedOcrSettings = UnlimitedOcrSettings()
     admission: AdmissionSettings = AdmissionSettings()
+    models: ModelsSettings = ModelsSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
