@@ -35,6 +35,7 @@ from ocr_worker.imaging import (
     render_many,
 )
 from ocr_worker.lease import LeaseKeeper, new_lease_token, release_claim
+from ocr_worker.stage_clock import clock
 
 log = structlog.get_logger(__name__)
 
@@ -105,7 +106,8 @@ class PageGroupPipeline:
                 lease_seconds=self.settings.worker.lease_seconds,
             ):
                 results = self._decode(job_id, claimed)
-                recorded = self._record(job_id, claimed, results)
+                with clock.timed("store"):
+                    recorded = self._record(job_id, claimed, results)
         except Exception as error:
             if is_transient(error):  # the task is retried: give the group back now
                 self._release(claimed)
@@ -119,6 +121,7 @@ class PageGroupPipeline:
             pages=len(results),
             failed=sum(r.status == "failed" for r in results),
             seconds=round(time.perf_counter() - started, 3),
+            stage_totals=clock.totals(),
         )
         return "ran"
 
@@ -208,11 +211,12 @@ class PageGroupPipeline:
     ) -> tuple[list[PageImage | PageRenderError], dict[int, tuple[str, ...]]]:
         """Each page's image (or why it has none), and the render's flags by page number."""
         keys = [(ref.source_key, ref.source_index) for ref in refs]
-        rendered = (
-            self.render_pool.render_many(keys)
-            if self.render_pool
-            else render_many(self.rasterizer, keys)
-        )
+        with clock.timed("render"):
+            rendered = (
+                self.render_pool.render_many(keys)
+                if self.render_pool
+                else render_many(self.rasterizer, keys)
+            )
         flags = {
             ref.page_no: r.warnings
             for ref, r in zip(refs, rendered, strict=True)

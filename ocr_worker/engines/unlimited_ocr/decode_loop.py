@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, Finished, Scheduler
+from ocr_worker.stage_clock import clock
 
 log = structlog.get_logger(__name__)
 
@@ -52,7 +53,11 @@ class DecodeLoop:
             # With nothing running and nothing just finished, only an action from the inbox (a
             # new request, blocks given back) can change anything: wait for one rather than spin
             # on a request that does not fit yet.
-            self._drain(block=stalled)
+            if stalled:  # the GPU has nothing to do until a request or blocks come
+                with clock.timed("idle"):
+                    self._drain(block=True)
+            else:
+                self._drain(block=False)
             try:
                 finished = self.scheduler.step()
             except Exception as error:  # fail every waiter rather than hang them

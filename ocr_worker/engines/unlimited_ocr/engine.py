@@ -9,6 +9,7 @@ pool needed those blocks first: see kept_pages.py).
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import structlog
@@ -34,6 +35,7 @@ from ocr_worker.engines.unlimited_ocr.scheduler import (
 from ocr_worker.engines.unlimited_ocr.sections import page_results
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.stage_clock import clock
 
 log = structlog.get_logger(__name__)
 SINGLE_PAGE_PROMPT = "document parsing."  # the official prompts, after the image tokens
@@ -130,7 +132,8 @@ class UnlimitedOcrEngine(OcrEngine):
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         started = time.perf_counter()
         self._expire_kept()
-        request = self._request(group)
+        with clock.timed("vision"), self._vision_stream():
+            request = self._request(group)
         finished = self.loop.decode(request)
         if finished.kept:
             self._release(self.kept.put(group.job_id, finished.kept))
@@ -208,6 +211,14 @@ class UnlimitedOcrEngine(OcrEngine):
             keep_pages=keep,
         )
 
+    def _vision_stream(self) -> AbstractContextManager[object]:
+        """On the GPU, each task thread runs the vision tower on a stream of its own, so it
+        overlaps the decode loop's steps instead of queueing behind them on the default stream;
+        the thread waits for it, so the embeddings are ready before the loop reads them."""
+        if self.device.type != "cuda":
+            return nullcontext()
+        return _synchronized(torch.cuda.Stream(self.device))
+
     def _token_text(self, token: int) -> str:
         return self.token_texts[token] if 0 <= token < len(self.token_texts) else ""
 
@@ -254,6 +265,18 @@ class UnlimitedOcrEngine(OcrEngine):
             ids = ids[: ids.index(self.eos_id)]
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
         return page_results(group, text, guard, engine=self.name)
+
+
+class _synchronized:
+    def __init__(self, stream: torch.cuda.Stream) -> None:
+        self.stream, self.inner = stream, torch.cuda.stream(stream)
+
+    def __enter__(self) -> None:
+        self.inner.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.__exit__(*exc)
+        self.stream.synchronize()
 
 
 def _selector(options: UnlimitedOcrSettings, model, block_size: int) -> BlockSelector | None:  # type: ignore[no-untyped-def]

@@ -18,6 +18,7 @@ from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace, Wor
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
+from ocr_worker.stage_clock import clock
 
 
 @dataclass
@@ -82,7 +83,9 @@ class Scheduler:
         active = [(s, r) for s, r in self.running if not s.finished]
         if active:
             self.steps += 1
-            self._sample_all(active, self.runner.decode([s for s, _ in active]))
+            with clock.timed("decode"):  # sampling reads the logits: the step's GPU work is done
+                self._sample_all(active, self.runner.decode([s for s, _ in active]))
+            clock.add("tokens", len(active))
         return self._retire()
 
     def run(self) -> list[Finished]:
@@ -108,9 +111,11 @@ class Scheduler:
             request = self.waiting.popleft()
             new = sequence.segments[len(request.reused) :]
             embeds = torch.cat([n.embeds for n in request.new])
-            logits = self.runner.prefill(sequence, new, embeds)
-            self.running.append((sequence, request))
-            self._sample(sequence, request, logits)
+            with clock.timed("prefill"):
+                logits = self.runner.prefill(sequence, new, embeds)
+                self.running.append((sequence, request))
+                self._sample(sequence, request, logits)
+            clock.add("tokens", 1)
 
     def _allocate(self, request: DecodeRequest) -> Sequence | None:
         sizes = [n.embeds.shape[0] for n in request.new] + [self.window]

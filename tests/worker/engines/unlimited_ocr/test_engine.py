@@ -111,3 +111,18 @@ def test_kept_pages_give_way_to_a_group_that_needs_their_blocks(checkpoint: Path
 def test_r_swa_the_trained_rule_is_the_default_and_sr_swa_is_opt_in(checkpoint: Path) -> None:
     assert _engine(checkpoint).loop.scheduler.runner.selector is None  # every prefix row read
     assert _engine(checkpoint, sr_swa=True).loop.scheduler.runner.selector is not None
+
+
+def test_the_stage_clock_accounts_each_stage_and_every_decoded_token(checkpoint: Path) -> None:
+    """What bench/gpu_service_bench reads from the worker's log: vision, prefill and decode
+    time, the decode loop's idle time, and a token count equal to what was decoded."""
+    from ocr_worker.stage_clock import clock
+
+    engine = _engine(checkpoint)
+    before = clock.totals()
+    engine.run_group(PageGroupInput("clock", 0, [], [_page(1), _page(2)], True))
+    after = clock.totals()
+    grown = {stage: after.get(stage, 0) - before.get(stage, 0) for stage in after}
+    assert all(grown[stage] > 0 for stage in ("vision", "prefill", "decode", "idle"))
+    generated = engine.loop.scheduler.steps  # one token per decode step (one sequence) + prefill
+    assert grown["tokens"] == generated + 1
