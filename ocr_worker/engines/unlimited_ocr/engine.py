@@ -145,6 +145,13 @@ class UnlimitedOcrEngine(OcrEngine):
 
     def end_document(self, job_id: str) -> None:
         self._release(self.kept.take(job_id))
+        if self.device.type == "cuda":  # memory must stay flat document after document
+            log.info(
+                "engine.document_done",
+                job_id=job_id,
+                gpu_reserved_bytes=torch.cuda.memory_reserved(self.device),
+                gpu_allocated_bytes=torch.cuda.memory_allocated(self.device),
+            )
 
     def _release(self, kept: KeptPages | None) -> None:
         if kept is not None:

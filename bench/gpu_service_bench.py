@@ -1,0 +1,360 @@
+"""The GPU worker through the whole service against the bare engine, on one GPU, in one run.
+
+Service: documents submitted to the API of the stack ``bench/gpu_stack.sh`` starts (Postgres,
+Redis, the S3 server, API, control worker, ``uocr worker --gpus all``), rendered by the worker's
+render processes, through the vision tower, decoded in page groups, stored; timed from the first
+submit to the last page stored (the jobs' own ``created_at``/``finished_at``). Bare: the same
+engine class in this process on the same pages rendered beforehand, ``concurrency`` threads each
+running one document's page groups in order, as the worker's threads do. Random weights never
+stop by themselves, so every page decodes exactly ``--page-tokens`` tokens (the page guard closes
+it and forces the next page's marker).
+
+On the GPU machine, after ``bash bench/gpu_stack.sh install DIR...``:
+
+    python -m bench.gpu_service_bench --checkpoint /tmp/uocr-v1 --concurrency 16 128 --out $OUT
+
+Prints one table and writes ``gpu_service_bench.json``; ``--kill`` adds a worker killed mid-way
+through a 100-page document, ``--bare``/``--service`` choose the sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import psutil
+
+STACK = Path(os.environ.get("GPU_STACK_DIR", "/tmp/uocr-stack"))
+API = "http://127.0.0.1:8100"
+GROUP_SIZE = 8
+
+
+# -- documents ---------------------------------------------------------------------------------
+
+
+def _document(args: tuple[int, int]) -> bytes:
+    from tests.factories import sample_pages, scanned_pdf
+
+    seed, pages = args
+    return scanned_pdf(sample_pages(pages, lines=12, seed=seed), seed=seed)
+
+
+def make_documents(count: int, pages: list[int]) -> list[bytes]:
+    """``count`` distinct scans (sizes taken in turn from ``pages``), the same on every run."""
+    with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) - 1)) as pool:
+        return list(pool.map(_document, [(i, pages[i % len(pages)]) for i in range(count)]))
+
+
+def _render(args: tuple[bytes, int]) -> list:  # type: ignore[type-arg]
+    import tempfile
+
+    import pymupdf
+
+    from ocr_api.core.storage import LocalObjectStore
+    from ocr_worker.engines.base import PageImage
+    from ocr_worker.imaging import PageRasterizer
+
+    pdf, dpi = args
+    with tempfile.TemporaryDirectory() as folder:
+        store = LocalObjectStore(Path(folder))
+        store.put("doc.pdf", pdf)
+        rasterizer = PageRasterizer(store, dpi=dpi, max_side=4000)
+        count = pymupdf.open(stream=pdf).page_count
+        return [PageImage(i + 1, rasterizer.render("doc.pdf", i)) for i in range(count)]
+
+
+def render_all(documents: list[bytes], dpi: int) -> list[list]:  # type: ignore[type-arg]
+    """Each distinct document's pages, as the worker renders them (its rasterizer, its dpi)."""
+    with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) - 1)) as pool:
+        return list(pool.map(_render, [(pdf, dpi) for pdf in documents]))
+
+
+# -- the bare engine ---------------------------------------------------------------------------
+
+
+def bare(engine, settings, rendered: list[list], documents: int, concurrency: int) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Pages/s and tokens/s of the engine class alone: ``concurrency`` threads, each running
+    one document's groups in order (as the worker's threads do), ``documents`` in all."""
+    from ocr_api.core.page_groups import PageGroupPlanner
+    from ocr_worker.engines.base import PageGroupInput
+    from ocr_worker.stage_clock import clock
+
+    planner = PageGroupPlanner(size=settings.page_group_size, overlap=settings.page_group_overlap)
+
+    def document(index: int) -> int:
+        pages = rendered[index % len(rendered)]
+        job = f"bare-{concurrency}-{index}"
+        groups = planner.plan(len(pages))
+        for g in groups:
+            context = pages[g.first_position : g.first_position + g.overlap]
+            output = [pages[p] for p in g.output_positions]
+            group = PageGroupInput(job, g.group_index, context, output, g is groups[-1])
+            results = engine.run_group(group)
+            assert [r.page for r in results] == [p.page_no for p in output]
+        engine.end_document(job)
+        return len(pages)
+
+    document(0)  # warm-up: CUDA graphs, allocator, kernels
+    before, started = clock.totals(), time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        pages = sum(pool.map(document, range(documents)))
+    wall = time.perf_counter() - started
+    return _rates(pages, wall, before, after=clock.totals())
+
+
+def _rates(pages: int, wall: float, before: dict, after: dict) -> dict:  # type: ignore[type-arg]
+    grown = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    return {
+        "pages": pages,
+        "seconds": round(wall, 2),
+        "pages_per_s": round(pages / wall, 2),
+        "tokens_per_s": round(grown.get("tokens", 0) / wall, 1),
+        "stage_ms_per_page": {
+            k: round(v * 1000 / pages, 2) for k, v in grown.items() if k != "tokens"
+        },
+        "gpu_idle_fraction": round(grown.get("idle", 0.0) / wall, 3),
+    }
+
+
+# -- the service -------------------------------------------------------------------------------
+
+
+def stack(command: str) -> None:
+    subprocess.run(["bash", "bench/gpu_stack.sh", command], check=True)
+
+
+def api_key() -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "uocr_cli.main", "keys", "create", "--tenant", "bench"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return next(line.split("=", 1)[1] for line in out.splitlines() if line.startswith("api_key="))
+
+
+def worker_log() -> list[dict]:  # type: ignore[type-arg]
+    lines = []
+    for line in (STACK / "logs" / "gpu-worker.log").read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):  # a line cut off by a kill
+                lines.append(json.loads(line))
+    return lines
+
+
+def stage_totals() -> dict:  # type: ignore[type-arg]
+    finished = [e for e in worker_log() if e.get("event") == "page_group.finished"]
+    return finished[-1].get("stage_totals", {}) if finished else {}
+
+
+def gpu_worker_process() -> psutil.Process:
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if "celery" in cmdline and "-n gpu0@" in cmdline:
+            return process
+    raise RuntimeError("no GPU worker process (celery -n gpu0@...) is running")
+
+
+def submit_all(client: httpx.Client, documents: list[bytes]) -> list[str]:
+    def submit(item: tuple[int, bytes]) -> str:
+        n, pdf = item
+        response = client.post("/v1/jobs", files={"file": (f"doc{n}.pdf", pdf)})
+        response.raise_for_status()
+        return str(response.json()["id"])
+
+    with ThreadPoolExecutor(16) as pool:
+        return list(pool.map(submit, enumerate(documents)))
+
+
+def wait_all(client: httpx.Client, ids: list[str], timeout: float, on_done=None) -> list[dict]:  # type: ignore[no-untyped-def,type-arg]
+    """Every job's final status; ``on_done(status)`` is called as each one finishes."""
+    done: dict[str, dict] = {}  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    with ThreadPoolExecutor(8) as pool:
+        while len(done) < len(ids):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(ids) - len(done)} jobs unfinished after {timeout} s")
+            waiting = [i for i in ids if i not in done]
+            for status in pool.map(lambda i: client.get(f"/v1/jobs/{i}").json(), waiting):
+                if status["status"] in ("succeeded", "failed", "canceled"):
+                    done[status["id"]] = status
+                    if on_done:
+                        on_done(status)
+            time.sleep(0.5)
+    return [done[i] for i in ids]
+
+
+def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> dict:  # type: ignore[type-arg]
+    """The same documents through the service, the GPU worker running ``concurrency`` groups."""
+    os.environ["UOCR_MAX_CONCURRENCY"] = str(concurrency)
+    stack("worker")  # restarted with this concurrency; the model loads before it takes work
+    warm = submit_all(client, documents[:1])
+    wait_all(client, warm, 600)
+    worker = gpu_worker_process()
+    memory: list[dict] = []  # type: ignore[type-arg]
+
+    def sample(status: dict) -> None:  # type: ignore[type-arg]
+        memory.append({"job": status["id"], "rss_bytes": worker.memory_info().rss})
+
+    before = stage_totals()
+    ids = submit_all(client, documents)
+    statuses = wait_all(client, ids, 3600, on_done=sample)
+    after = stage_totals()
+    assert all(s["status"] == "succeeded" for s in statuses), [s["status"] for s in statuses]
+    started = min(datetime.fromisoformat(s["created_at"]) for s in statuses)
+    ended = max(datetime.fromisoformat(s["finished_at"]) for s in statuses)
+    pages = sum(s["pages_total"] for s in statuses)
+    result = _rates(pages, (ended - started).total_seconds(), before, after)
+    reserved = {
+        e["job_id"]: e["gpu_reserved_bytes"]
+        for e in worker_log()
+        if e.get("event") == "engine.document_done"
+    }
+    for row in memory:
+        row["gpu_reserved_bytes"] = reserved.get(row["job"])
+    result["memory"] = memory
+    return result
+
+
+def killed_mid_document(client: httpx.Client, pdf: bytes) -> dict:  # type: ignore[type-arg]
+    """SIGKILL the GPU worker once a 100-page document has some pages done; start a new one;
+    the job must finish with every page exactly once."""
+    [job] = submit_all(client, [pdf])
+    deadline = time.monotonic() + 600
+    while client.get(f"/v1/jobs/{job}").json()["pages_done"] < GROUP_SIZE:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the 100-page document never got its first group done")
+        time.sleep(0.2)
+    done_at_kill = client.get(f"/v1/jobs/{job}").json()["pages_done"]
+    gpu_worker_process().send_signal(signal.SIGKILL)
+    started = time.perf_counter()
+    stack("worker")
+    [status] = wait_all(client, [job], 1200)
+    result = client.get(f"/v1/jobs/{job}/result", params={"format": "json"}).json()
+    pages = [p["page"] for p in result["pages"]]
+    return {
+        "status": status["status"],
+        "pages_done_at_kill": done_at_kill,
+        "pages": len(pages),
+        "every_page_once": pages == list(range(1, status["pages_total"] + 1)),
+        "recovered_in_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def evidence(out: Path) -> None:
+    """The worker's start-up lines and nvidia-smi with the worker on the card."""
+    lines = ("engine.weights_loaded", "engine.ready", "worker.ready")
+    startup = [e for e in worker_log() if e.get("event") in lines]
+    (out / "worker_startup.jsonl").write_text("\n".join(json.dumps(e) for e in startup) + "\n")
+    smi = (
+        subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout
+        if shutil.which("nvidia-smi")
+        else "no nvidia-smi"
+    )
+    (out / "nvidia_smi.txt").write_text(smi)
+    print(smi)
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 128])
+    parser.add_argument("--page-tokens", type=int, default=128)
+    parser.add_argument("--pages", type=int, nargs="+", default=[20, 24, 28])
+    parser.add_argument("--distinct", type=int, default=32, help="distinct scans, used in turn")
+    parser.add_argument("--workspace-gb", type=float, default=32.0)
+    parser.add_argument("--sides", nargs="+", default=["bare", "service"])
+    parser.add_argument("--kill", action="store_true")
+    parser.add_argument("--out", type=Path, default=Path("."))
+    args = parser.parse_args()
+    if not (args.checkpoint / "config.json").exists():
+        from bench.full_checkpoint import write_full_checkpoint
+
+        write_full_checkpoint(args.checkpoint)
+    os.environ.update(
+        {
+            "UOCR_MODEL_PATH": str(args.checkpoint),
+            "UOCR_UNLIMITED_OCR__MAX_TOKENS_PER_PAGE": str(args.page_tokens),
+            "UOCR_VISUAL_CACHE_WORKSPACE_GB": str(args.workspace_gb),
+            "UOCR_PAGE_GROUP_SIZE": str(GROUP_SIZE),
+            # Enough room for every document at once: the bench measures the GPU, not admission.
+            "UOCR_ADMISSION__WINDOW": "1024",
+            "UOCR_ADMISSION__TENANT_MAX_IN_FLIGHT": "1024",
+            "UOCR_QUEUE_MAX_SIZE": "1024",
+            "UOCR_WORKER__LEASE_SECONDS": "20",
+            "UOCR_WORKER__REDISPATCH_AFTER_SECONDS": "20",
+            "UOCR_WORKER__RECONCILE_INTERVAL_SECONDS": "5",
+        }
+    )
+    from ocr_api.core.settings import load_settings
+
+    most = max(args.concurrency)
+    distinct = make_documents(min(most, args.distinct), args.pages)
+    documents = [distinct[i % len(distinct)] for i in range(most)]
+    out = args.out / "gpu_service_bench.json"
+    report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
+    report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
+    if "bare" in args.sides:
+        from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
+
+        os.environ["UOCR_MAX_CONCURRENCY"] = str(most)  # fewer threads bound the smaller runs
+        settings = load_settings()
+        rendered = render_all(distinct, settings.worker.render_dpi)
+        engine = UnlimitedOcrEngine.from_settings(settings)
+        report["bare"] = {}
+        for c in args.concurrency:
+            report["bare"][str(c)] = bare(engine, settings, rendered, c, c)
+            print("bare", c, report["bare"][str(c)], flush=True)
+            out.write_text(json.dumps(report, indent=1))
+    if "service" in args.sides or args.kill:
+        os.environ["UOCR_MAX_CONCURRENCY"] = str(args.concurrency[0])
+        stack("start")
+        client = httpx.Client(base_url=API, timeout=120)
+        client.headers["Authorization"] = f"Bearer {api_key()}"
+        if "service" in args.sides:
+            report["service"] = {}
+            for c in args.concurrency:
+                report["service"][str(c)] = service(client, documents[:c], c)
+                brief = {k: v for k, v in report["service"][str(c)].items() if k != "memory"}
+                print("service", c, brief, flush=True)
+                out.write_text(json.dumps(report, indent=1))
+        evidence(args.out)
+        if args.kill:
+            report["kill"] = killed_mid_document(client, make_documents(1, [100])[0])
+            print("kill", report["kill"], flush=True)
+    out.write_text(json.dumps(report, indent=1))
+    print_table(report)
+
+
+def print_table(report: dict) -> None:  # type: ignore[type-arg]
+    print("\n| per GPU | bare pages/s | service pages/s | service/bare | bare tok/s | "
+          "service tok/s | GPU idle (service) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    bare, service = report.get("bare", {}), report.get("service", {})
+    for c in sorted(set(bare) | set(service), key=int):
+        b, s = bare.get(c, {}), service.get(c)
+        ratio = f"{s['pages_per_s'] / b['pages_per_s']:.2f}" if s and "pages" in b else "-"
+        print(
+            f"| {c} groups | {b.get('pages_per_s', '-')} | {s['pages_per_s'] if s else '-'} | "
+            f"{ratio} | {b.get('tokens_per_s', '-')} | {s['tokens_per_s'] if s else '-'} | "
+            f"{s['gpu_idle_fraction'] if s else '-'} |"
+        )
+    for side in ("bare", "service"):
+        for c, r in report.get(side, {}).items():
+            print(side, c, "ms per page by stage:", r["stage_ms_per_page"])
+
+
+if __name__ == "__main__":
+    main()
