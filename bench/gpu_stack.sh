@@ -22,6 +22,13 @@ STACK=${GPU_STACK_DIR:-/tmp/uocr-stack}
 PY=${PYTHON:-python3}
 PG=$STACK/native/usr/lib/postgresql/15/bin
 PG_USER=uocrpg
+as_pg() {  # command... as the Postgres user, with the carried libraries
+  if command -v runuser >/dev/null; then
+    runuser -u "$PG_USER" -- env LD_LIBRARY_PATH="$STACK/native/lib" "$@"
+  else
+    setpriv --reuid=7432 --regid=7432 --clear-groups env LD_LIBRARY_PATH="$STACK/native/lib" "$@"
+  fi
+}
 # Runtime wheels for Python 3.12 the GPU image lacks (it has torch, numpy, pillow, httpx, rich,
 # click, prometheus-client, psutil, requests, jinja2, werkzeug, tokenizers, safetensors).
 WHEELS="fastapi==0.165.0 fastapi-offline==1.7.7 starlette==1.10.0 uvicorn==0.55.0
@@ -32,7 +39,7 @@ amqp==5.4.2 click-didyoumean==0.3.1 click-plugins==1.1.1.2 click-repl==0.4.1 pro
 wcwidth==0.9.4 redis==8.1.0 tzdata boto3==1.44.8 botocore==1.44.8 s3transfer==0.19.3 jmespath==1.1.0
 structlog==26.1.0 pymupdf==1.28.2 transformers==5.24.0 moto==5.2.5 responses==0.26.3
 xmltodict==1.0.4 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 flask==3.1.3 flask-cors==6.0.5
-blinker==1.9.0 itsdangerous==2.2.0 py-partiql-parser"
+blinker==1.9.0 itsdangerous==2.2.0 py-partiql-parser opentelemetry-api tzlocal importlib-metadata"
 
 pack() {
   local out=$1; mkdir -p "$out/wheels"
@@ -64,7 +71,9 @@ install_stack() {
     fi
     [ -f "$dir/native.tar.xz" ] && tar -C "$STACK/native" -xJf "$dir/native.tar.xz"
   done
-  id "$PG_USER" >/dev/null 2>&1 || useradd -M -r "$PG_USER"  # Postgres never runs as root
+  # Postgres never runs as root: a system user for it (images without useradd get a passwd line)
+  id "$PG_USER" >/dev/null 2>&1 || useradd -M -r "$PG_USER" 2>/dev/null ||
+    echo "$PG_USER:x:7432:7432::/nonexistent:/bin/false" >>/etc/passwd
 }
 
 env_vars() {
@@ -99,12 +108,10 @@ start() {
   export LD_LIBRARY_PATH_STACK=$STACK/native/lib
   if [ ! -d "$STACK/pg" ]; then
     install -d -o "$PG_USER" "$STACK/pg"
-    runuser -u "$PG_USER" -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH_STACK" \
-      "$PG/initdb" -D "$STACK/pg" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    as_pg "$PG/initdb" -D "$STACK/pg" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   fi
   chmod 755 "$STACK" "$STACK/logs"; touch "$STACK/logs/postgres.log"; chown "$PG_USER" "$STACK/logs/postgres.log"
-  runuser -u "$PG_USER" -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH_STACK" "$PG/pg_ctl" -D "$STACK/pg" \
-    -l "$STACK/logs/postgres.log" -w start \
+  as_pg "$PG/pg_ctl" -D "$STACK/pg" -l "$STACK/logs/postgres.log" -w start \
     -o "-c listen_addresses=127.0.0.1 -p 5432 -k /tmp -c max_connections=400 -c fsync=off" >/dev/null
   daemon redis env LD_LIBRARY_PATH="$LD_LIBRARY_PATH_STACK" "$STACK/native/bin/redis-server" \
     --bind 127.0.0.1 --port 6379 --save '' --appendonly no
@@ -146,8 +153,7 @@ stop_one() {
 
 stop() {
   for name in gpu-worker control api s3 redis; do stop_one $name; done
-  [ -d "$STACK/pg" ] && runuser -u "$PG_USER" -- env LD_LIBRARY_PATH="$STACK/native/lib" \
-    "$PG/pg_ctl" -D "$STACK/pg" -m fast -w stop >/dev/null 2>&1 || true
+  [ -d "$STACK/pg" ] && as_pg "$PG/pg_ctl" -D "$STACK/pg" -m fast -w stop >/dev/null 2>&1 || true
 }
 
 case "${1:-}" in

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Issue 13's measurement on one GPU box, start to end: the bare engine, then the whole service at
+# the same concurrencies on the same documents, then a GPU worker killed mid-document. Expects
+# `bash bench/gpu_stack.sh install DIR...` done; writes OUTDIR/gpu_service_bench.json and logs.
+#   setsid nohup bash bench/gpu_run.sh /tmp/gpurun >/tmp/gpurun.log 2>&1 &
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-/tmp/gpurun}
+mkdir -p "$OUTDIR"
+export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
+eval "$(bash bench/gpu_stack.sh env)"
+CHECKPOINT=${CHECKPOINT:-/tmp/uocr-v1}
+[ -f "$CHECKPOINT/config.json" ] || python3 -m bench.full_checkpoint "$CHECKPOINT"
+python3 -m uocr_cli.main model verify "$CHECKPOINT"
+CONCURRENCY=${CONCURRENCY:-16 64 128}
+python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency $CONCURRENCY \
+  --sides bare --out "$OUTDIR"
+python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency $CONCURRENCY \
+  --sides service --kill --out "$OUTDIR"
+cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$OUTDIR/" 2>/dev/null
+bash bench/gpu_stack.sh stop
+echo RUN-DONE
