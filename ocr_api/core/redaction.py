@@ -33,8 +33,8 @@ def url_without_password(text: str) -> str:
     """``scheme://user:***@host/...`` for a URL with a password; anything else unchanged."""
     if "://" not in text or "@" not in text:
         return text
-    parts = urlsplit(text)
     try:
+        parts = urlsplit(text)
         password = parts.password
     except ValueError:  # not a URL after all
         return text
