@@ -8,9 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from ocr_api.core import audit
+from ocr_api.core.db import transaction
+from ocr_api.core.models import WebhookDelivery
 from ocr_api.core.tenants import authenticate
+from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
+from ocr_worker.embedded import InlineDispatcher
 from tests.cli.conftest import uocr
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
+from tests.factories import sample_pages, scanned_pdf
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +61,48 @@ def test_an_operator_creates_rotates_lists_and_audits_keys(deployment: Stack) ->
     assert text.returncode == 0 and text.stdout.count("\n") == 1
     assert f"key.rotated  {prefix}  operator" in text.stdout
     assert old["api_key"] not in text.stdout + "".join(lines)  # the keys themselves never
+
+
+def test_a_resent_webhook_is_in_the_audit_log_under_its_tenant(deployment: Stack) -> None:
+    tenant = deployment.new_tenant()
+    job = submit_job(
+        sessions=deployment.sessions,
+        store=deployment.store,
+        dispatcher=InlineDispatcher(),  # the job stays queued: only its delivery matters here
+        settings=deployment.settings,
+        tenant_id=tenant.tenant_id,
+        files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(1, lines=1)))],
+        options=JobOptions(),
+        actor=audit.OPERATOR,
+    ).job
+    with transaction(deployment.sessions) as session:
+        dead = WebhookDelivery(
+            job_id=job.id,
+            event_type="job.finished",
+            url="https://hooks.example.org/x",
+            body="{}",
+            status="failed",
+            attempts=6,
+        )
+        session.add(dead)
+    resent = uocr("webhooks", "resend", dead.id, env=deployment.env)
+    assert resent.returncode == 0, resent.stderr
+    lines = uocr(
+        "audit",
+        "--tenant",
+        tenant.tenant_name,
+        "--action",
+        "webhook.resent",
+        "--json",
+        env=deployment.env,
+    ).stdout.splitlines()
+    (event,) = [json.loads(line) for line in lines]
+    assert (event["actor"], event["target"], event["tenant_id"]) == (
+        "operator",
+        dead.id,
+        tenant.tenant_id,
+    )
+    assert event["detail"]["job_id"] == job.id and event["detail"]["attempts_before"] == 6
 
 
 @pytest.mark.parametrize(
