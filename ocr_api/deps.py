@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
+from ocr_api.core.audit import Actor
 from ocr_api.core.celery_app import make_celery
 from ocr_api.core.db import make_engine, make_session_factory
 from ocr_api.core.dispatch import CeleryDispatcher
@@ -18,7 +19,8 @@ from ocr_api.core.errors import Unauthorized
 from ocr_api.core.models import Tenant
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore, make_object_store
-from ocr_api.core.tenants import tenant_for_key
+from ocr_api.core.tenants import KeyHolder, authenticate
+from ocr_api.web.request_id import request_id_of
 
 
 @dataclass
@@ -53,17 +55,34 @@ StateDep = Annotated[AppState, Depends(get_state)]
 _bearer = HTTPBearer(auto_error=False)
 
 
-def current_tenant(
+def current_key(
     state: StateDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Tenant:
+) -> KeyHolder:
     if credentials is None:
         raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
     with state.sessions() as session:
-        tenant = tenant_for_key(session, credentials.credentials)
-    if tenant is None:
-        raise Unauthorized("invalid or revoked API key")
-    return tenant
+        return authenticate(session, credentials.credentials)
+
+
+KeyDep = Annotated[KeyHolder, Depends(current_key)]
+
+
+def current_tenant(key: KeyDep) -> Tenant:
+    return key.tenant
 
 
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
+
+
+def current_actor(request: Request, key: KeyDep) -> Actor:
+    """Who the audit log names for this request: the tenant, its key and the request id."""
+    return Actor.tenant_key(
+        tenant_id=key.tenant.id,
+        tenant_name=key.tenant.name,
+        key_prefix=key.key_prefix,
+        request_id=request_id_of(request),
+    )
+
+
+ActorDep = Annotated[Actor, Depends(current_actor)]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ocr_api.core import object_keys
+from ocr_api.core import audit, object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.migrate import upgrade
@@ -129,6 +129,7 @@ def run_document(
         tenant_id=tenant_id,
         files=[UploadedFile(path.name, path.read_bytes())],
         options=JobOptions(pages=pages),
+        actor=audit.OPERATOR,  # the operator at this machine's terminal
     ).job
     counter = PageCounter(job.page_count, on_progress)
     pipeline = PageGroupPipeline(

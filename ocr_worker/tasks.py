@@ -34,6 +34,7 @@ from ocr_worker.reconciler import Reconciler
 from ocr_worker.recovery import recover_stale_groups
 from ocr_worker.retention import purge_expired_results
 from ocr_worker.runtime import WorkerRuntime
+from ocr_worker.startup_record import record_worker_start
 
 settings = get_settings()
 app = make_celery(settings)
@@ -87,6 +88,13 @@ def _load_in_child(**_: Any) -> None:
 def _load_in_threads_worker(**_: Any) -> None:
     if settings.worker.pool == "threads":  # no fork: the worker's own process runs the tasks
         _preload()
+
+
+@signals.worker_ready.connect
+def _record_start(sender: Any = None, **_: Any) -> None:
+    """Once per worker node, in its main process: the audit log's worker.started row."""
+    queues = list(app.amqp.queues.consume_from or app.amqp.queues)
+    record_worker_start(settings, node_name=str(getattr(sender, "hostname", "")), queues=queues)
 
 
 def _preload() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from uocr_cli import admin, client_commands, model, run, serve, webhooks
+from uocr_cli import admin, audit, client_commands, model, run, serve, webhooks
 from uocr_cli.errors import CliError, describe_failure
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -48,6 +48,7 @@ for command in (
     admin.db,
     admin.keys,
     admin.storage,
+    audit.audit,
     webhooks.webhooks,
     model.model,
     client_commands.submit,

@@ -23,9 +23,10 @@ from ocr_api.batches.schemas import (
 )
 from ocr_api.core import object_keys
 from ocr_api.core.errors import Conflict, Gone, InvalidRequest
-from ocr_api.deps import StateDep, TenantDep, current_tenant
+from ocr_api.deps import ActorDep, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters
 from ocr_api.jobs import service as job_service
+from ocr_api.jobs.downloads import record_download
 from ocr_api.jobs.input_limits import check_form_fields, check_name, read_limited
 from ocr_api.jobs.params import BatchIdDep
 from ocr_api.jobs.schemas import JobList
@@ -56,6 +57,7 @@ def create(
     response: Response,
     state: StateDep,
     tenant: TenantDep,
+    actor: ActorDep,
     idempotency_key: Annotated[str | None, Header(min_length=1, max_length=200)] = None,
 ) -> BatchPublic:
     """Documents by key or every document under an inbox prefix (closed at once), or an open
@@ -67,6 +69,7 @@ def create(
         tenant_id=tenant.id,
         body=body,
         idempotency_key=idempotency_key,
+        actor=actor,
     )
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
@@ -111,7 +114,11 @@ def get_batch(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> Batch
     responses=problems(404, 409),
 )
 def add_documents(
-    batch_id: BatchIdDep, body: BatchDocumentsAdd, state: StateDep, tenant: TenantDep
+    batch_id: BatchIdDep,
+    body: BatchDocumentsAdd,
+    state: StateDep,
+    tenant: TenantDep,
+    actor: ActorDep,
 ) -> BatchAdded:
     """Add documents to an open batch; one sent again with the same idempotency key is not
     added twice (its job id is returned)."""
@@ -121,6 +128,7 @@ def add_documents(
         tenant_id=tenant.id,
         batch_id=batch_id,
         documents=body.documents,
+        actor=actor,
     )
     state.dispatcher.enqueue_admission()
     return BatchAdded(added=added.added, existing=added.existing, job_ids=added.job_ids)
@@ -158,7 +166,7 @@ _FILES_DOC: dict[str, Any] = {
     responses=problems(404, 409, 413),
 )
 async def add_files(
-    request: Request, batch_id: BatchIdDep, state: StateDep, tenant: TenantDep
+    request: Request, batch_id: BatchIdDep, state: StateDep, tenant: TenantDep, actor: ActorDep
 ) -> BatchAdded:
     """Add documents sent through the API (a browser cannot PUT to the bucket): each part is
     stored in the tenant's inbox and added, as POST .../documents adds an inbox object."""
@@ -183,6 +191,7 @@ async def add_files(
             tenant_id=tenant.id,
             batch_id=batch_id,
             documents=documents,
+            actor=actor,
         )
     )
     state.dispatcher.enqueue_admission()
@@ -208,14 +217,21 @@ def close(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> BatchPubl
     dependencies=_JSON_ONLY,
     responses=problems(404, 409),
 )
-def cancel(batch_id: BatchIdDep, state: StateDep, tenant: TenantDep) -> BatchPublic:
+def cancel(
+    batch_id: BatchIdDep, state: StateDep, tenant: TenantDep, actor: ActorDep
+) -> BatchPublic:
     """Waiting documents are canceled now, running ones after their current page group."""
     for job_id in service.cancel_batch(
-        sessions=state.sessions, tenant_id=tenant.id, batch_id=batch_id
+        sessions=state.sessions, tenant_id=tenant.id, batch_id=batch_id, actor=actor
     ):
         with suppress(Conflict, Gone):  # finished or deleted meanwhile: nothing to cancel
             job_service.cancel_job(
-                state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
+                state.sessions,
+                state.dispatcher,
+                state.settings,
+                tenant_id=tenant.id,
+                job_id=job_id,
+                actor=actor,
             )
     return get_batch(batch_id, state, tenant)
 
@@ -253,12 +269,13 @@ def batch_jobs(
     },
 )
 def manifest(
-    request: Request, batch_id: BatchIdDep, state: StateDep, tenant: TenantDep
+    request: Request, batch_id: BatchIdDep, state: StateDep, tenant: TenantDep, actor: ActorDep
 ) -> StreamingResponse:
     """Written live from the database (a finished batch's is also in the bucket)."""
     negotiation.require(request, ["application/x-ndjson"])
     with state.sessions() as session:
         service.get_batch(session, tenant_id=tenant.id, batch_id=batch_id)
+    record_download(state.sessions, actor=actor, target=batch_id, item="batch_manifest")
 
     def lines() -> Iterator[str]:
         with state.sessions() as session:

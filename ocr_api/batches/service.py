@@ -13,7 +13,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.batches.schemas import BatchCreate, BatchDocument
-from ocr_api.core import job_lifecycle, object_keys
+from ocr_api.core import audit, job_lifecycle, object_keys
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.errors import Conflict, InvalidRequest, NotFound
 from ocr_api.core.models import Batch, Job, new_id
@@ -45,6 +45,7 @@ def create_batch(
     tenant_id: str,
     body: BatchCreate,
     idempotency_key: str | None,
+    actor: audit.Actor,
 ) -> tuple[Batch, bool]:
     """The batch and whether it was replayed (an earlier create with the same key)."""
     if idempotency_key and (earlier := _by_key(sessions, tenant_id, idempotency_key)):
@@ -70,7 +71,7 @@ def create_batch(
     with transaction(sessions) as session:
         session.add(batch)
         session.flush()
-        _add(session, batch, documents, settings)
+        _add(session, batch, documents, settings, actor)
     return batch, False
 
 
@@ -81,12 +82,13 @@ def add_documents(
     tenant_id: str,
     batch_id: str,
     documents: list[BatchDocument],
+    actor: audit.Actor,
 ) -> Added:
     with transaction(sessions) as session:
         batch = get_batch(session, tenant_id=tenant_id, batch_id=batch_id, for_update=True)
         if batch.status != OPEN:
             raise Conflict(f"batch {batch_id} is {batch.status}: documents are added while open")
-        return _add(session, batch, documents, settings)
+        return _add(session, batch, documents, settings, actor)
 
 
 def close_batch(*, sessions: sessionmaker[Session], tenant_id: str, batch_id: str) -> None:
@@ -97,7 +99,9 @@ def close_batch(*, sessions: sessionmaker[Session], tenant_id: str, batch_id: st
             batch.status, batch.closed_at = RUNNING, utcnow()
 
 
-def cancel_batch(*, sessions: sessionmaker[Session], tenant_id: str, batch_id: str) -> list[str]:
+def cancel_batch(
+    *, sessions: sessionmaker[Session], tenant_id: str, batch_id: str, actor: audit.Actor
+) -> list[str]:
     """Documents still waiting are canceled now; the ids of admitted, unfinished ones are
     returned for the caller to cancel as jobs (each after its current page group)."""
     with transaction(sessions) as session:
@@ -115,6 +119,15 @@ def cancel_batch(*, sessions: sessionmaker[Session], tenant_id: str, batch_id: s
                 job_lifecycle.finish_canceled(job)
             else:
                 running.append(job.id)
+        # The running ones get their own job.canceled rows as the caller cancels them.
+        audit.record(
+            session,
+            actor,
+            audit.Action.BATCH_CANCELED,
+            target=batch_id,
+            waiting_canceled=len(unfinished) - len(running),
+            running=len(running),
+        )
         return running
 
 
@@ -129,7 +142,11 @@ def get_batch(
 
 
 def _add(
-    session: Session, batch: Batch, documents: list[BatchDocument], settings: Settings
+    session: Session,
+    batch: Batch,
+    documents: list[BatchDocument],
+    settings: Settings,
+    actor: audit.Actor,
 ) -> Added:
     keys = [d.idempotency_key for d in documents if d.idempotency_key]
     known = (
@@ -154,6 +171,11 @@ def _add(
             known[document.idempotency_key] = job.id
         job_ids.append(job.id)
         added += 1
+    if added:
+        # One row per call, not per document (a batch may hold 100,000): its jobs carry its id.
+        audit.record(
+            session, actor, audit.Action.BATCH_DOCUMENTS_SUBMITTED, target=batch.id, added=added
+        )
     return Added(job_ids, added, len(documents) - added)
 
 

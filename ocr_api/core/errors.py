@@ -102,3 +102,11 @@ class Unauthorized(DomainError):
     status_code = 401
     slug = "unauthorized"
     title = "Missing or invalid API key"
+
+
+class KeyExpired(Unauthorized):
+    """A key past its expiry (a rotated key after its overlap): told apart from an invalid one,
+    so its holder knows to switch to the successor rather than suspect a typo."""
+
+    slug = "key-expired"
+    title = "API key expired"

@@ -1,4 +1,5 @@
-"""The schema: tenants and their keys, batches, jobs, pages, page groups, webhook deliveries."""
+"""The schema: tenants and their keys, batches, jobs, pages, page groups, webhook deliveries,
+the audit log."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # Unset: never expires. A rotated key keeps working until here, beside its successor.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class Batch(Base):
@@ -226,3 +229,25 @@ class WebhookAttempt(Base):
     error: Mapped[str | None] = mapped_column(Text)
     duration_ms: Mapped[int] = mapped_column(Integer)
     delivery: Mapped[WebhookDelivery] = relationship(back_populates="attempt_log")
+
+
+class AuditEvent(Base):
+    """One key operation, for operators only. Append-only: the database refuses UPDATE and
+    DELETE on this table (migration 0008), so rows are added with ``ocr_api.core.audit``."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        Index("ix_audit_events_occurred_at", "occurred_at"),
+        Index("ix_audit_events_tenant", "tenant_id", "occurred_at"),
+        Index("ix_audit_events_action", "action", "occurred_at"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # "tenant:<name> key:<prefix>", "operator" or "worker:<host>"
+    actor: Mapped[str] = mapped_column(String(200))
+    # No foreign key: the record outlives what it names.
+    tenant_id: Mapped[str | None] = mapped_column(String(36))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(200))
+    request_id: Mapped[str | None] = mapped_column(String(128))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -14,8 +14,9 @@ from fastapi.concurrency import run_in_threadpool
 from ocr_api.core.errors import NotFound
 from ocr_api.core.models import Page
 from ocr_api.core.storage import ObjectNotFound
-from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
+from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import service
+from ocr_api.jobs.downloads import record_download
 from ocr_api.jobs.page_image import RENDERER_VERSION, PageImageError, PageImageRenderer
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.web import negotiation
@@ -80,6 +81,7 @@ async def get_page_image(
     page_no: int,
     state: StateDep,
     tenant: TenantDep,
+    actor: ActorDep,
     renderer: RendererDep,
     width: Annotated[
         int | None,
@@ -101,6 +103,11 @@ async def get_page_image(
         raise NotFound(f"job {job_id}'s document is not stored") from None
     except PageImageError as error:
         raise NotFound(f"page {page_no} has no image: {error}") from None
+    await run_in_threadpool(
+        lambda: record_download(
+            state.sessions, actor=actor, target=job_id, item="page_image", page=page_no
+        )
+    )
     return Response(image.data, media_type=JPEG, headers=headers)
 
 

@@ -15,8 +15,9 @@ from ocr_api.core.errors import Conflict, NotFinished, NotFound
 from ocr_api.core.job_lifecycle import TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound
-from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
+from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import service
+from ocr_api.jobs.downloads import record_download
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.jobs.schemas import JobResult, ResultLink
 from ocr_api.web import negotiation
@@ -68,6 +69,7 @@ def get_result(
     job_id: JobIdDep,
     state: StateDep,
     tenant: TenantDep,
+    actor: ActorDep,
     format: Annotated[
         ResultFormat | None, Query(description="default: by Accept, else json")
     ] = None,
@@ -76,12 +78,15 @@ def get_result(
     _finished_job(state, tenant.id, job_id)
     data = _result_object(state, job_id, fmt)
     name = f"{job_id}-{object_keys.result_file_name(fmt)}"
-    return _immutable(
+    response = _immutable(
         request,
         data,
         object_keys.result_media_type(fmt),
         {"Content-Disposition": f'attachment; filename="{name}"'},
     )
+    if response.status_code == 200:  # a 304 hands nothing over
+        record_download(state.sessions, actor=actor, target=job_id, item="result", format=fmt)
+    return response
 
 
 @router.get(
@@ -94,11 +99,13 @@ def get_result_link(
     job_id: JobIdDep,
     state: StateDep,
     tenant: TenantDep,
+    actor: ActorDep,
     format: ResultFormat = "json",
 ) -> ResultLink:
     """A presigned URL straight to the object store: for big results (the searchable PDF)."""
     _finished_job(state, tenant.id, job_id)
     _result_object(state, job_id, format)  # a link to nothing would fail later, in the client
+    record_download(state.sessions, actor=actor, target=job_id, item="result_link", format=format)
     url = state.store.presigned_url(object_keys.result_key(job_id, format))
     return ResultLink(url=url, expires_in_seconds=state.settings.s3.presign_seconds)
 
@@ -114,7 +121,12 @@ def get_result_link(
     },
 )
 def get_page(
-    request: Request, job_id: JobIdDep, page_no: int, state: StateDep, tenant: TenantDep
+    request: Request,
+    job_id: JobIdDep,
+    page_no: int,
+    state: StateDep,
+    tenant: TenantDep,
+    actor: ActorDep,
 ) -> Response:
     """One page's result as soon as its page group is done (409 until then; poll the job)."""
     with state.sessions() as session:
@@ -131,7 +143,10 @@ def get_page(
         data = state.store.get(page.result_key)
     except ObjectNotFound:
         raise NotFinished(f"page {page_no} is not stored yet") from None
-    return _immutable(request, data, "application/json", {})
+    response = _immutable(request, data, "application/json", {})
+    if response.status_code == 200:
+        record_download(state.sessions, actor=actor, target=job_id, item="page", page=page_no)
+    return response
 
 
 def _format(request: Request, asked: str | None) -> str:

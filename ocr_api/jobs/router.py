@@ -11,7 +11,7 @@ from starlette.datastructures import UploadFile
 
 from ocr_api.core import urls
 from ocr_api.core.errors import InvalidRequest, PayloadTooLarge
-from ocr_api.deps import AppState, StateDep, TenantDep, current_tenant
+from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
 from ocr_api.jobs import listing, presenters, service
 from ocr_api.jobs.input_limits import (
     check_form_fields,
@@ -89,6 +89,7 @@ async def submit(
     response: Response,
     state: StateDep,
     tenant: TenantDep,
+    actor: ActorDep,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -122,6 +123,7 @@ async def submit(
             tenant_id=tenant.id,
             files=files,
             options=options,
+            actor=actor,
             idempotency_key=idempotency_key,
         )
     )
@@ -250,11 +252,16 @@ def get_status(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> JobPubli
     dependencies=_JSON_ONLY,
     responses=problems(404, 409, 410),
 )
-def cancel(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> JobPublic:
+def cancel(job_id: JobIdDep, state: StateDep, tenant: TenantDep, actor: ActorDep) -> JobPublic:
     """Stop the job: a queued one at once, a running one after its current page group; its
     unstarted pages end canceled. A finished job cannot be canceled (409)."""
     service.cancel_job(
-        state.sessions, state.dispatcher, state.settings, tenant_id=tenant.id, job_id=job_id
+        state.sessions,
+        state.dispatcher,
+        state.settings,
+        tenant_id=tenant.id,
+        job_id=job_id,
+        actor=actor,
     )
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
@@ -262,7 +269,7 @@ def cancel(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> JobPublic:
 
 
 @router.delete("/{job_id}", status_code=204, responses=problems(404, 410))
-def delete(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> Response:
+def delete(job_id: JobIdDep, state: StateDep, tenant: TenantDep, actor: ActorDep) -> Response:
     """Cancel if needed, delete the document and every result; the record stays as a
     tombstone, and later reads answer 410."""
     service.delete_job(
@@ -273,5 +280,6 @@ def delete(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> Response:
         tenant_id=tenant.id,
         job_id=job_id,
         deleted_by=tenant.name,
+        actor=actor,
     )
     return Response(status_code=204)

@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core import job_lifecycle, object_keys
+from ocr_api.core import audit, job_lifecycle, object_keys
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.errors import (
@@ -65,6 +65,7 @@ def submit_job(
     tenant_id: str,
     files: list[UploadedFile],
     options: JobOptions,
+    actor: audit.Actor,
     idempotency_key: str | None = None,
 ) -> Submitted:
     """Validate, store the document, record the job, then queue its first page group (every
@@ -100,7 +101,7 @@ def submit_job(
     )
     stored = intake.store_inputs(store, job.id, inspected)
     try:
-        _insert_job(sessions, job, page_refs, stored, settings)
+        _insert_job(sessions, job, page_refs, stored, settings, actor)
     except Exception as error:
         store.delete(stored)
         # A concurrent submit with the same Idempotency-Key won the unique constraint.
@@ -115,7 +116,7 @@ def submit_job(
         or _window_has_room(sessions, settings, tenant_id)
     ):
         parallel = settings.page_groups_in_parallel
-        _dispatch(sessions, store, dispatcher, job, stored, every_group=parallel)
+        _dispatch(sessions, store, dispatcher, job, stored, every_group=parallel, actor=actor)
     # Otherwise the job waits in Postgres, accepted, and the feeder admits it in its turn.
     return Submitted(job, replayed=False)
 
@@ -206,10 +207,20 @@ def _insert_job(
     pages: list[intake.PageRef],
     stored: list[str],
     settings: Settings,
+    actor: audit.Actor,
 ) -> None:
     with transaction(sessions) as session:
         session.add(job)
         intake.add_pages_and_groups(session, job, pages, stored, settings)
+        audit.record(
+            session,
+            actor,
+            audit.Action.JOB_SUBMITTED,
+            target=job.id,
+            source=job.source_name[:200],
+            pages=job.page_count,
+            priority=job.priority,
+        )
 
 
 def _dispatch(
@@ -220,6 +231,7 @@ def _dispatch(
     stored_keys: list[str],
     *,
     every_group: bool,
+    actor: audit.Actor,
 ) -> None:
     """Queue the first group, or every group when they may run in parallel; the pipeline
     queues the rest one by one as groups finish. No broker: the job is taken back."""
@@ -235,16 +247,25 @@ def _dispatch(
         # Outside the failed transaction (a delete inside it was rolled back with it). If this
         # fails too, the reconciler dispatches the job once the broker is back, and the orphan
         # sweep catches objects left behind.
-        discard_job(sessions, store, job.id, stored_keys)
+        discard_job(sessions, store, job.id, stored_keys, actor=actor)
         raise ServiceUnavailable("the task queue is unreachable; nothing was kept") from None
 
 
 def discard_job(
-    sessions: sessionmaker[Session], store: ObjectStore, job_id: str, stored_keys: list[str]
+    sessions: sessionmaker[Session],
+    store: ObjectStore,
+    job_id: str,
+    stored_keys: list[str],
+    *,
+    actor: audit.Actor,
 ) -> None:
-    """Remove a refused submit's job row (pages and groups cascade) and its objects."""
+    """Remove a refused submit's job row (pages and groups cascade) and its objects. Its
+    audit row stays (append-only): a second one says the submit was taken back."""
     with transaction(sessions) as session:
         session.execute(delete(Job).where(Job.id == job_id))
+        audit.record(
+            session, actor, audit.Action.JOB_SUBMIT_REFUSED, target=job_id, reason="broker down"
+        )
     store.delete(stored_keys)
 
 
@@ -308,6 +329,7 @@ def cancel_job(
     *,
     tenant_id: str,
     job_id: str,
+    actor: audit.Actor,
 ) -> None:
     """A queued job is canceled now (and its webhook sent); a running one after its group (asked
     again: the same answer). A finished job has nothing to cancel: 409."""
@@ -317,7 +339,9 @@ def cancel_job(
         job = get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
         if job.status in job_lifecycle.TERMINAL:
             raise Conflict(f"job {job_id} already finished ({job.status}); nothing to cancel")
+        was = job.status
         job_lifecycle.request_cancel(job)
+        audit.record(session, actor, audit.Action.JOB_CANCELED, target=job_id, status_was=was)
         if job.status == job_lifecycle.CANCELED:
             delivery_id = record_job_finished(session, job, settings=settings)
     if delivery_id:
@@ -333,6 +357,7 @@ def delete_job(
     tenant_id: str,
     job_id: str,
     deleted_by: str,
+    actor: audit.Actor,
 ) -> None:
     """Cancel the job if it is unfinished (a running one stops after its group, and its worker
     records nothing), delete its document and every result, keep the record as a tombstone.
@@ -341,7 +366,9 @@ def delete_job(
     # job finished) and no webhook is sent.
     with transaction(sessions) as session:
         job = get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
+        was = job.status
         job_lifecycle.delete(job, deleted_by=deleted_by)
+        audit.record(session, actor, audit.Action.JOB_DELETED, target=job_id, status_was=was)
     # After the commit: a worker writing from now on finds the tombstone and removes what it
     # wrote, and whatever it writes before is listed here.
     try:

@@ -12,7 +12,7 @@ from ocr_api.web.problems import PROBLEM_MEDIA_TYPE, Problem
 
 _DESCRIPTIONS = {
     400: "The request cannot be parsed (a malformed body or header)",
-    401: "Missing, invalid or revoked API key",
+    401: "Missing, invalid, revoked or expired API key (type key-expired: use its successor)",
     404: "No such job (another tenant's job is reported the same way)",
     406: "The Accept header excludes every media type this route can answer with",
     409: "Conflicts with the job's state (not finished yet, already finished, key reused)",

@@ -11,6 +11,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ocr_api.core import audit
 from ocr_api.core.errors import InvalidRequest
 from ocr_api.core.models import Batch, Job, Tenant, WebhookDelivery
 
@@ -60,7 +61,9 @@ def dead_letters(session: Session, *, tenant_name: str | None = None) -> list[De
     return letters
 
 
-def mark_for_resend(session: Session, delivery_ids: list[str]) -> list[str]:
+def mark_for_resend(
+    session: Session, delivery_ids: list[str], *, actor: audit.Actor = audit.OPERATOR
+) -> list[str]:
     """Put failed deliveries back to pending with a fresh set of retries; the caller queues
     them once this commits. Anything but a failed delivery is refused, naming it."""
     deliveries = []
@@ -74,4 +77,24 @@ def mark_for_resend(session: Session, delivery_ids: list[str]) -> list[str]:
     for delivery in deliveries:
         delivery.status = "pending"
         delivery.attempts_before_resend = delivery.attempts
+        audit.record(
+            session,
+            actor,
+            audit.Action.WEBHOOK_RESENT,
+            target=delivery.id,
+            tenant_id=_tenant_of(session, delivery),
+            event_type=delivery.event_type,
+            job_id=delivery.job_id,
+            batch_id=delivery.batch_id,
+            attempts_before=delivery.attempts,
+        )
     return [d.id for d in deliveries]
+
+
+def _tenant_of(session: Session, delivery: WebhookDelivery) -> str | None:
+    owner = (
+        session.get(Job, delivery.job_id)
+        if delivery.job_id
+        else session.get(Batch, delivery.batch_id or "")
+    )
+    return None if owner is None else owner.tenant_id

@@ -11,7 +11,7 @@ import time
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from ocr_api.core import object_keys
+from ocr_api.core import audit, object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.models import Job, PageGroup
 from ocr_api.core.storage import S3ObjectStore
@@ -86,6 +86,7 @@ def _queued_job(idle: Stack, *, pages: int) -> str:
         tenant_id=idle.new_tenant().tenant_id,
         files=[UploadedFile("d.pdf", scanned_pdf(sample_pages(pages, lines=1)))],
         options=JobOptions(),
+        actor=audit.OPERATOR,
     ).job.id
 
 

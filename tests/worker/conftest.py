@@ -9,6 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from ocr_api.core import audit
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.migrate import upgrade
@@ -87,6 +88,7 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
                 tenant_id=tenant_id,
                 files=[UploadedFile("d.pdf", _pdf(pages))],
                 options=JobOptions(),
+                actor=audit.OPERATOR,
             ).job.id
 
         def delete(self, job_id: str) -> None:
@@ -98,6 +100,7 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
                 tenant_id=tenant_id,
                 job_id=job_id,
                 deleted_by="t",
+                actor=audit.OPERATOR,
             )
 
         def pipeline(self, engine: OcrEngine) -> PageGroupPipeline:

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+from ocr_api.core import audit
 from ocr_api.core.db import utcnow
 from ocr_api.core.errors import ServiceUnavailable
 from ocr_api.core.models import Job
@@ -41,9 +42,14 @@ def test_a_submit_refused_for_want_of_a_broker_leaves_no_row_and_no_object(harne
             tenant_id=harness.tenant_id,
             files=[UploadedFile("d.pdf", _pdf(2))],
             options=JobOptions(),
+            actor=audit.OPERATOR,
         )
     assert _job_count(harness) == 0
     assert harness.store.keys_under("jobs/") == []
+    with harness.sessions() as session:  # the audit log keeps both: taken back, not erased
+        logged = [(e.action, e.target) for e in audit.events(session, audit.AuditFilter())]
+    job_id = logged[-1][1]
+    assert logged[-2:] == [("job.submitted", job_id), ("job.submit_refused", job_id)]
 
 
 def _age_file(harness, key: str, hours: float) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
-from ocr_api.core import object_keys
+from ocr_api.core import audit, object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction
 from ocr_api.core.models import Job, Page, PageGroup
@@ -160,6 +160,7 @@ def _cancel(harness, job_id: str) -> Callable[[], None]:  # type: ignore[no-unty
         harness.settings,
         tenant_id=harness.tenant_id,
         job_id=job_id,
+        actor=audit.OPERATOR,
     )
 
 
