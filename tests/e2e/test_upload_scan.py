@@ -249,3 +249,16 @@ def test_an_infected_batch_document_fails_as_its_own_job(running: Stack) -> None
     assert infected["pages_total"] == 0
     assert not running.store.exists(inbox + "b.pdf")
     assert running.store.keys_under(f"jobs/{infected['id']}/") == []
+
+
+def test_clean_batch_files_are_scanned_stored_and_read(running: Stack) -> None:
+    tenant = running.new_tenant()
+    with _api(running.settings, tenant) as client:
+        batch = client.post("/v1/batches", json={"open": True}).json()
+        parts = [("file", ("one.pdf", scanned_pdf(sample_pages(1, lines=2, seed=11))))]
+        added = client.post(f"/v1/batches/{batch['id']}/files", files=parts)
+        assert added.status_code == 200, added.text
+        client.post(f"/v1/batches/{batch['id']}/close")
+        job = wait_for(client, added.json()["job_ids"][0], timeout=120)[0]
+    assert job["status"] == "succeeded", job
+    assert job["pages_total"] == 1
