@@ -63,6 +63,24 @@ class WebhookSettings(_Section):
     allowed_private_hosts: tuple[str, ...] = ()
 
 
+class UploadScanSettings(_Section):
+    """Every uploaded document is scanned by ClamAV's daemon before anything is stored
+    (ocr_api/jobs/upload_scan.py). Off unless clamd_address is set; once set, an upload is
+    refused (503) while clamd cannot be reached: fail closed, never unscanned."""
+
+    clamd_address: str | None = None  # unix:/run/clamav/clamd.ctl or tcp://clamav:3310
+    # One scan's connect, and each of its sends and receives; a 200 MB scan takes seconds.
+    timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("clamd_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if not value:  # an empty variable (a template's placeholder) means off
+            return None
+        ClamdAddress.parse(value)  # raises, naming the forms it takes
+        return value
+
+
 class UnlimitedOcrSettings(_Section):
     """The GPU engine's decoding knobs; a v2 checkpoint's config.json ``sr_swa`` overrides."""
 
@@ -131,24 +149,6 @@ class AdmissionSettings(_Section):
     interval_seconds: float = Field(2.0, gt=0)  # beat's admission round (also run on submit)
 
 
-class UploadScanSettings(_Section):
-    """Every uploaded document is scanned by ClamAV's daemon before anything is stored
-    (ocr_api/jobs/upload_scan.py). Off unless clamd_address is set; once set, an upload is
-    refused (503) while clamd cannot be reached: fail closed, never unscanned."""
-
-    clamd_address: str | None = None  # unix:/run/clamav/clamd.ctl or tcp://clamav:3310
-    # One scan's connect, and each of its sends and receives; a 200 MB scan takes seconds.
-    timeout_seconds: float = Field(30.0, gt=0)
-
-    @field_validator("clamd_address")
-    @classmethod
-    def _address(cls, value: str | None) -> str | None:
-        if not value:  # an empty variable (a template's placeholder) means off
-            return None
-        ClamdAddress.parse(value)  # raises, naming the forms it takes
-        return value
-
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="UOCR_", env_nested_delimiter="__", frozen=True, extra="forbid"
@@ -193,10 +193,10 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     s3: S3Settings = S3Settings()
     webhooks: WebhookSettings = WebhookSettings()
+    upload_scan: UploadScanSettings = UploadScanSettings()
     worker: WorkerSettings = WorkerSettings()
     unlimited_ocr: UnlimitedOcrSettings = UnlimitedOcrSettings()
     admission: AdmissionSettings = AdmissionSettings()
-    upload_scan: UploadScanSettings = UploadScanSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
