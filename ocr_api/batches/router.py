@@ -24,7 +24,7 @@ from ocr_api.batches.schemas import (
 from ocr_api.core import object_keys
 from ocr_api.core.errors import Conflict, Gone, InvalidRequest
 from ocr_api.deps import ActorDep, StateDep, TenantDep, current_tenant
-from ocr_api.jobs import listing, presenters
+from ocr_api.jobs import listing, presenters, upload_scan
 from ocr_api.jobs import service as job_service
 from ocr_api.jobs.downloads import record_download
 from ocr_api.jobs.input_limits import check_form_fields, check_name, read_limited
@@ -178,11 +178,15 @@ async def add_files(
     uploads = [item for item in form.getlist("file") if isinstance(item, UploadFile)]
     if not uploads:
         raise InvalidRequest("no document: send each as the multipart field 'file'")
+    parts = [(check_name(item.filename or "document"), await item.read()) for item in uploads]
+    for name, data in parts:  # every part before any is stored: one infected part refuses all
+        await run_in_threadpool(
+            upload_scan.check_upload, state.settings.upload_scan, name=name, data=data
+        )
     documents = []
-    for item in uploads:
-        name = check_name(item.filename or "document")
+    for name, data in parts:
         key = object_keys.upload_key(tenant.id, name)
-        await run_in_threadpool(state.store.put, key, await item.read(), "application/octet-stream")
+        await run_in_threadpool(state.store.put, key, data, "application/octet-stream")
         documents.append(BatchDocument(object_key=key, source_name=name))
     added = await run_in_threadpool(
         lambda: service.add_documents(

@@ -33,6 +33,18 @@ class InvalidDocument(DomainError):
     title = "The document cannot be read"
 
 
+class InfectedDocument(DomainError):
+    """The upload scan (ClamAV) found malware: refused, and nothing of it kept."""
+
+    status_code = 422
+    slug = "infected-document"
+    title = "The document carries malware"
+
+    def __init__(self, message: str, *, signature: str) -> None:
+        super().__init__(message)
+        self.signature = signature
+
+
 class UnsupportedMediaType(DomainError):
     status_code = 415
     slug = "unsupported-media-type"
@@ -110,3 +122,11 @@ class KeyExpired(Unauthorized):
 
     slug = "key-expired"
     title = "API key expired"
+
+
+class ScannerUnavailable(ServiceUnavailable):
+    """The upload scan is configured but clamd gave no verdict: uploads are refused until it
+    answers again (fail closed), never taken unscanned."""
+
+    slug = "scanner-unavailable"
+    title = "The upload scanner is unavailable"

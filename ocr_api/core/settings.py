@@ -15,13 +15,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from ocr_api.core.clamd import ClamdAddress
 
 EngineName = Literal["rapidocr", "unlimited_ocr"]
 
@@ -59,6 +61,24 @@ class WebhookSettings(_Section):
     backoff_max_seconds: float = Field(600.0, gt=0)
     # Hosts exempt from the private-network refusal (e.g. an in-cluster receiver, or tests).
     allowed_private_hosts: tuple[str, ...] = ()
+
+
+class UploadScanSettings(_Section):
+    """Every uploaded document is scanned by ClamAV's daemon before anything is stored
+    (ocr_api/jobs/upload_scan.py). Off unless clamd_address is set; once set, an upload is
+    refused (503) while clamd cannot be reached: fail closed, never unscanned."""
+
+    clamd_address: str | None = None  # unix:/run/clamav/clamd.ctl or tcp://clamav:3310
+    # One scan's connect, and each of its sends and receives; a 200 MB scan takes seconds.
+    timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("clamd_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if not value:  # an empty variable (a template's placeholder) means off
+            return None
+        ClamdAddress.parse(value)  # raises, naming the forms it takes
+        return value
 
 
 class UnlimitedOcrSettings(_Section):
@@ -210,6 +230,7 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     s3: S3Settings = S3Settings()
     webhooks: WebhookSettings = WebhookSettings()
+    upload_scan: UploadScanSettings = UploadScanSettings()
     worker: WorkerSettings = WorkerSettings()
     unlimited_ocr: UnlimitedOcrSettings = UnlimitedOcrSettings()
     admission: AdmissionSettings = AdmissionSettings()

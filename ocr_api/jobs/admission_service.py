@@ -2,11 +2,13 @@
 
 Run by beat on the control queue (and after a submit). One feeder at a time (a Postgres
 advisory lock); the choice of jobs is ocr_api/core/admission.py's plan. A batch document is
-read and checked here, when admitted: a bad one fails as its own job, with the reason.
+read, scanned and checked here, when admitted: a bad one fails as its own job, with the
+reason; while the upload scanner is down, the round stops and the documents wait.
 """
 
 from __future__ import annotations
 
+import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,15 +16,21 @@ from ocr_api.core import job_lifecycle
 from ocr_api.core.admission import WaitingJob, plan_admission
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
-from ocr_api.core.errors import DomainError, PayloadTooLarge
+from ocr_api.core.errors import (
+    DomainError,
+    InfectedDocument,
+    PayloadTooLarge,
+    ScannerUnavailable,
+)
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
-from ocr_api.jobs import reuse
+from ocr_api.jobs import reuse, upload_scan
 from ocr_api.jobs.documents import inspect_file
 from ocr_api.jobs.intake import PageRef, add_pages_and_groups, select_pages, store_inputs
 
 FEEDER_LOCK = 0x756F6372  # "uocr": one feeder at a time across the deployment
+log = structlog.get_logger(__name__)
 
 
 def admit_waiting(
@@ -57,10 +65,20 @@ def _round(
             window=settings.admission.window,
             tenant_cap=cap,
         )
-    for job_id in plan.job_ids:
-        admit_job(
-            sessions=sessions, store=store, dispatcher=dispatcher, settings=settings, job_id=job_id
-        )
+    for done, job_id in enumerate(plan.job_ids):
+        try:
+            admit_job(
+                sessions=sessions,
+                store=store,
+                dispatcher=dispatcher,
+                settings=settings,
+                job_id=job_id,
+            )
+        except ScannerUnavailable:
+            # Each of the others would wait out the same timeout: they stay queued, unread,
+            # and the next round (beat, every admission.interval_seconds) tries again.
+            log.warning("admission.waiting_for_upload_scanner", admitted=done)
+            return done
     return len(plan.job_ids)
 
 
@@ -147,18 +165,27 @@ def _take_document(
     name: str,
     spec: str | None,
 ) -> tuple[list[PageRef], list[str], str] | None:
+    if key is None:
+        _refuse(sessions, job_id, "the job has no document")
+        return None
     try:
-        if key is None:
-            raise DomainError("the job has no document")
         if store.size(key) > settings.max_upload_bytes:
             raise PayloadTooLarge(
                 f"{name} is larger than the {settings.max_upload_bytes}-byte upload limit"
             )
-        inspected = [inspect_file(name, store.get(key))]
+        data = store.get(key)
+        upload_scan.check_upload(settings.upload_scan, name=name, data=data)
+        inspected = [inspect_file(name, data)]
         pages = select_pages(inspected, spec, settings)
         digest = reuse.content_digest([inspected[0].data], pages=spec, engine=settings.engine)
     except ObjectNotFound:
         _refuse(sessions, job_id, f"{key} is no longer in the inbox")
+        return None
+    except ScannerUnavailable:
+        raise  # not the document's fault: it waits for the scanner
+    except InfectedDocument as error:
+        store.delete([key])  # never read again, and malware has no place in the bucket
+        _refuse(sessions, job_id, f"{error.message}; {key} was deleted from your inbox")
         return None
     except DomainError as error:
         _refuse(sessions, job_id, error.message)

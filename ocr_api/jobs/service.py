@@ -18,6 +18,7 @@ from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.errors import (
     Conflict,
     Gone,
+    InfectedDocument,
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
@@ -27,7 +28,7 @@ from ocr_api.core.errors import (
 from ocr_api.core.models import Job, PageGroup, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
-from ocr_api.jobs import admission_service, intake, reuse
+from ocr_api.jobs import admission_service, intake, reuse, upload_scan
 from ocr_api.jobs.documents import inspect_file
 from ocr_api.webhooks.events import record_job_finished
 from ocr_api.webhooks.url_policy import check_webhook_url
@@ -39,6 +40,7 @@ log = structlog.get_logger(__name__)
 class UploadedFile:
     name: str
     data: bytes
+    inbox_key: str | None = None  # the tenant's inbox object it was read from (a JSON submit)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ def submit_job(
     _check_options(options, settings)
     if options.priority == "interactive":
         _check_interactive_room(sessions, settings, tenant_id)
+    _scan_uploads(store, settings, files)
     inspected = [inspect_file(upload.name, upload.data) for upload in files]
     if not inspected:
         raise InvalidRequest("no document: upload a file or name an object")
@@ -153,6 +156,22 @@ def _replayed(job: Job, key: str, fingerprint: str | None) -> Submitted:
             f"{job.deleted_at:%Y-%m-%d at %H:%M:%S} UTC; use a new key to submit it again"
         )
     return Submitted(job, replayed=True)
+
+
+def _scan_uploads(store: ObjectStore, settings: Settings, files: list[UploadedFile]) -> None:
+    """Before the bytes are parsed or stored. An infected inbox object is deleted too: uocr
+    will never read it, and a bucket is no place to keep malware."""
+    for upload in files:
+        try:
+            upload_scan.check_upload(settings.upload_scan, name=upload.name, data=upload.data)
+        except InfectedDocument as error:
+            if upload.inbox_key is None:
+                raise
+            store.delete([upload.inbox_key])
+            raise InfectedDocument(
+                f"{error.message}; {upload.inbox_key} was deleted from your inbox",
+                signature=error.signature,
+            ) from None
 
 
 def _check_options(options: JobOptions, settings: Settings) -> None:
@@ -289,7 +308,7 @@ def load_object_input(
             raise PayloadTooLarge(
                 f"object {key!r} is larger than the {max_bytes}-byte upload limit"
             )
-        return UploadedFile(name=key.rsplit("/", 1)[-1], data=store.get(key))
+        return UploadedFile(name=key.rsplit("/", 1)[-1], data=store.get(key), inbox_key=key)
     except ObjectNotFound:
         raise NotFound(f"object {key!r} not found") from None
 
