@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ def kubectl() -> str:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def render(overlay: str) -> Rendered:
     """`kubectl kustomize deploy/k8s/overlays/OVERLAY`, parsed; fails the test naming kubectl's
     complaint when the overlay does not build."""
@@ -113,7 +113,7 @@ def environment(rendered: Rendered, container: Container) -> dict[str, str]:
             name = source["configMapRef"]["name"]
             env.update(rendered.named("ConfigMap", name).get("data", {}))
         else:
-            raise AssertionError(f"{container.label}: envFrom {source} hides which variables it sets")
+            raise AssertionError(f"{container.label}: envFrom {source} hides its variables")
     for entry in container.spec.get("env", []):
         env[entry["name"]] = _value(entry, env)
     return env

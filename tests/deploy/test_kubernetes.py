@@ -10,7 +10,6 @@ from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
-import pytest
 
 from tests.deploy.manifests import (
     DEPLOY,
@@ -112,7 +111,9 @@ def test_every_pod_asks_for_resources_and_has_a_disruption_budget_or_a_reason(
     overlay: str,
 ) -> None:
     rendered = render(overlay)
-    budgets = [pdb["spec"]["selector"]["matchLabels"] for pdb in rendered.of_kind("PodDisruptionBudget")]
+    budgets = [
+        pdb["spec"]["selector"]["matchLabels"] for pdb in rendered.of_kind("PodDisruptionBudget")
+    ]
     for container in containers(rendered):
         resources = container.spec["resources"]
         assert {"cpu", "memory"} <= set(resources["requests"]), container.label

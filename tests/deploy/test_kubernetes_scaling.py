@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import pytest
 import redis
 
 from ocr_api.core.celery_app import make_celery
@@ -17,7 +16,6 @@ from ocr_worker import launcher
 from tests.cli.command_lines import parse_uocr, uocr_invocations
 from tests.conftest import ServiceUrls, fresh_redis_url
 from tests.deploy.manifests import (
-    OVERLAYS,
     Container,
     Manifest,
     Rendered,
@@ -148,7 +146,7 @@ def test_the_messages_the_code_sends_wait_in_the_lists_keda_measures(
     """Page groups of every kind and control tasks sent by the real dispatcher through a real
     Redis: each waits in a list some trigger names, and none anywhere else."""
     settings = Settings(redis={"url": fresh_redis_url(service_urls)})  # type: ignore[arg-type]
-    client = redis.Redis.from_url(settings.redis.url)
+    client = redis.Redis.from_url(settings.redis.url, decode_responses=True)
     client.flushdb()
     dispatcher = CeleryDispatcher(
         make_celery(settings), settings.group_time_limit, settings.long_document_pages
@@ -166,6 +164,7 @@ def test_the_messages_the_code_sends_wait_in_the_lists_keda_measures(
         for scaled in render(overlay).of_kind("ScaledObject")
         for trigger in scaled["spec"]["triggers"]
     }
-    waiting = {key.decode(): client.llen(key) for key in client.keys() if client.type(key) == b"list"}
+    lists = [key for key in client.scan_iter() if client.type(key) == "list"]
+    waiting = {key: client.llen(key) for key in lists}
     assert set(waiting) <= measured
     assert sum(waiting.values()) == 6
