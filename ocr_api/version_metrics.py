@@ -65,6 +65,7 @@ class VersionCollector(Collector):
 def _pages_by_version_and_status(session: Session) -> dict[tuple[str, str], int]:
     rows = session.execute(
         select(Job.model_version, Page.status, func.count())
+        .select_from(Page)
         .join(Job, Job.id == Page.job_id)
         .where(Page.status.in_(PAGE_OUTCOMES))
         .group_by(Job.model_version, Page.status)
@@ -75,6 +76,7 @@ def _pages_by_version_and_status(session: Session) -> dict[tuple[str, str], int]
 def _recent_pages_by_version(session: Session) -> dict[str, int]:
     rows = session.execute(
         select(Job.model_version, func.count())
+        .select_from(Page)
         .join(Job, Job.id == Page.job_id)
         .where(Page.finished_at > utcnow() - RATE_WINDOW)
         .group_by(Job.model_version)
@@ -86,6 +88,7 @@ def _flagged_pages_by_version(session: Session, flag: str) -> dict[str, int]:
     # warnings is a JSON list of strings: a flag is there when its quoted name is.
     rows = session.execute(
         select(Job.model_version, func.count())
+        .select_from(Page)
         .join(Job, Job.id == Page.job_id)
         .where(cast(Page.warnings, String).like(f'%"{flag}"%'))
         .group_by(Job.model_version)
@@ -107,6 +110,7 @@ def _latency_by_version():  # type: ignore[no-untyped-def]
     cumulative = [func.sum(case((seconds <= bound, 1), else_=0)) for bound in LATENCY_BUCKETS]
     return (
         select(Job.model_version, func.count(Page.duration_ms), func.sum(seconds), *cumulative)
+        .select_from(Page)
         .join(Job, Job.id == Page.job_id)
         .where(Page.duration_ms.is_not(None))
         .group_by(Job.model_version)
