@@ -119,6 +119,7 @@ class PageGroupPipeline:
         self._advance(job_id, group_index)
         bound.info(
             "page_group.finished",
+            model_version=self.model_version,
             pages=len(results),
             failed=sum(r.status == "failed" for r in results),
             seconds=round(time.perf_counter() - started, 3),
