@@ -10,12 +10,19 @@ from datetime import timedelta
 from sqlalchemy import update
 from structlog.testing import capture_logs
 
+from ocr_api.batches.schemas import BatchCreate, BatchDocument
+from ocr_api.batches.service import create_batch
+from ocr_api.core import object_keys
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.models import Job, PageGroup
+from ocr_api.core.settings import ModelsSettings
+from ocr_api.jobs.admission_service import admit_waiting
+from ocr_api.version_metrics import PAGE_FLAGS
 from ocr_worker.embedded import InlineDispatcher
+from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG, LOOP_FLAG
 from ocr_worker.pipeline import PageGroupPipeline
 from ocr_worker.reconciler import Reconciler
-from tests.worker.conftest import ScriptedEngine
+from tests.worker.conftest import ScriptedEngine, _pdf
 
 
 @dataclass
@@ -99,7 +106,36 @@ class _NothingWaiting:
 
 
 def test_the_apis_per_version_flags_are_the_gpu_engines_flags() -> None:
-    from ocr_api.version_metrics import PAGE_FLAGS
-    from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG, LOOP_FLAG
-
     assert PAGE_FLAGS == (BUDGET_FLAG, LOOP_FLAG)
+
+
+def test_a_canary_tenants_batch_documents_are_admitted_to_the_canary(harness) -> None:  # type: ignore[no-untyped-def]
+    settings = harness.settings.model_copy(
+        update={
+            "models": ModelsSettings(
+                versions={"v1": {}, "v2": {}}, serve="v1", canary="v2", canary_tenants=("t",)
+            )
+        }
+    )
+    key = object_keys.inbox_prefix(harness.tenant_id) + "a.pdf"
+    harness.store.put(key, _pdf(4), "application/pdf")
+    create_batch(
+        sessions=harness.sessions,
+        store=harness.store,
+        settings=settings,
+        tenant_id=harness.tenant_id,
+        body=BatchCreate(documents=[BatchDocument(object_key=key)]),
+        idempotency_key=None,
+    )
+    dispatcher = VersionedDispatcher()
+    admitted = admit_waiting(
+        sessions=harness.sessions, store=harness.store, dispatcher=dispatcher, settings=settings
+    )
+    assert admitted == 1 and [v for _, _, v in dispatcher.sent] == ["v2"]
+    v2 = _pipeline(harness, dispatcher, "v2")
+    while dispatcher.groups:
+        v2.run(*dispatcher.groups.popleft())
+    (job_id,) = {job for job, _, _ in dispatcher.sent}
+    job = harness.job(job_id)
+    assert (job.status, job.model_version) == ("succeeded", "v2")
+    assert {p.model_version for p in job.pages} == {"v2"}
