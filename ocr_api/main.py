@@ -22,6 +22,7 @@ from ocr_api.jobs.results_router import router as results_router
 from ocr_api.jobs.router import router as jobs_router
 from ocr_api.metrics import ServiceCollector
 from ocr_api.uploads.router import router as uploads_router
+from ocr_api.version_metrics import VersionCollector
 from ocr_api.web.docs import install_docs
 from ocr_api.web.methods import MethodsMiddleware
 from ocr_api.web.openapi import install_openapi
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.uocr = state
         registry = CollectorRegistry()
         registry.register(ServiceCollector(state))
+        registry.register(VersionCollector(state))
         app.state.registry = registry
         yield
 

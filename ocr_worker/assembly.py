@@ -64,6 +64,8 @@ def document_files(job: Job, results: list[PageResult], status: str) -> dict[str
         "pages_total": job.page_count,
         "pages_failed": job.pages_failed,
         "metadata": job.job_metadata,
+        "model_version": job.model_version,
+        "engine": job.engine,
         "pages": [r.to_jsonl_obj() for r in results],
     }
     markdown = "\n\n".join(

@@ -15,9 +15,6 @@ import redis
 
 from ocr_api.core.contracts import OCR_QUEUES
 
-# kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16<p>".
-_PRIORITY_SEPARATOR = "\x06\x16"
-_PRIORITY_STEPS = (0, 3, 6, 9)
 _CHUNK = 500
 
 
@@ -35,22 +32,27 @@ class RedisWaitingTasks:
 
     def task_ids(self) -> set[str]:
         ids: set[str] = set()
-        for queue in OCR_QUEUES:
-            for key in _queue_keys(queue):
-                ids.update(self._ids_in(key))
+        for key in self._ready_lists():
+            ids.update(self._ids_in(key))
         return ids
 
-    def _ids_in(self, key: str) -> set[str]:
+    def _ready_lists(self) -> set[bytes]:
+        r"""Every OCR queue's ready lists: each model version's (ocr.interactive.<version>),
+        those of versions no longer in the settings included, and kombu's per-priority lists
+        ("<queue>\x06\x16<p>"). Listed by key, not by settings, so a message waiting for a
+        removed version is seen as waiting, not dispatched again every tick."""
+        keys: set[bytes] = set()
+        for queue in OCR_QUEUES:
+            keys.update(self.client.scan_iter(match=f"{queue}*", count=1000, _type="list"))
+        return keys
+
+    def _ids_in(self, key: bytes) -> set[str]:
         ids: set[str] = set()
         start = 0
         while chunk := self.client.lrange(key, start, start + _CHUNK - 1):
             ids.update(filter(None, (_task_id(raw) for raw in chunk)))
             start += _CHUNK
         return ids
-
-
-def _queue_keys(queue: str) -> list[str]:
-    return [queue if p == 0 else f"{queue}{_PRIORITY_SEPARATOR}{p}" for p in _PRIORITY_STEPS]
 
 
 def _task_id(raw: bytes | str) -> str | None:

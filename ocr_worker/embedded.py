@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ocr_api.core import audit, object_keys
+from ocr_api.core import audit, model_versions, object_keys
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.migrate import upgrade
@@ -42,6 +42,7 @@ class InlineDispatcher:
         priority: str,
         group_pages: int,
         document_pages: int = 0,
+        model_version: str = "default",
     ) -> str | None:
         self.groups.append((job_id, group_index))
         return None
@@ -132,13 +133,15 @@ def run_document(
         actor=audit.OPERATOR,  # the operator at this machine's terminal
     ).job
     counter = PageCounter(job.page_count, on_progress)
+    version_settings = model_versions.settings_for(settings, job.model_version)
     pipeline = PageGroupPipeline(
         sessions=sessions,
         store=store,
-        engine=PageProgressEngine(engine or make_ocr_engine(settings), counter.page_read),
+        engine=PageProgressEngine(engine or make_ocr_engine(version_settings), counter.page_read),
         dispatcher=dispatcher,
-        settings=settings,
+        settings=version_settings,
         worker_id="embedded",
+        model_version=job.model_version,
     )
     on_progress(0, job.page_count)
     while dispatcher.groups:

@@ -14,7 +14,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from ocr_api.core.contracts import OCR_QUEUES, QUEUE_CONTROL
+from ocr_api.core.contracts import (
+    DEFAULT_MODEL_VERSION,
+    OCR_QUEUES,
+    QUEUE_CONTROL,
+    versioned_queue,
+)
 
 # Our app and its tasks; --quiet: no banner printed around the JSON log lines.
 CELERY_ARGV = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "--quiet"]
@@ -63,26 +68,42 @@ def worker_specs(
     queues: tuple[str, ...] = OCR_QUEUES,
     host: str | None = None,
     extra_args: tuple[str, ...] = (),
+    model_version: str | None = None,
 ) -> list[WorkerSpec]:
+    """``model_version``: the version every worker serves; its OCR queues replace the plain ones
+    (ocr.long -> ocr.long.<version>) and its name is in the node name Flower lists."""
     host = host or socket.gethostname()
+    served: dict[str, str] = {}
+    if model_version is not None:
+        queues = tuple(versioned_queue(queue, model_version) for queue in queues)
+        served = {"UOCR_WORKER__MODEL_VERSION": model_version}
     base = [*CELERY_ARGV, "worker", "--pool", "prefork", "-Q", ",".join(queues), "-E", *extra_args]
     if not cards:
-        argv = [*base, "-n", f"cpu@{host}", "--concurrency", str(concurrency)]
-        return [WorkerSpec(f"cpu@{host}", {}, argv)]
+        name = node_name("cpu", host, model_version)
+        argv = [*base, "-n", name, "--concurrency", str(concurrency)]
+        return [WorkerSpec(name, served, argv)]
     specs = []
     for card in cards:
-        name = f"gpu{card}@{host}"
+        name = node_name(f"gpu{card}", host, model_version)
         # One process per card, the model loaded once in it; its threads feed one decode loop,
         # so up to max_concurrency page groups share each step.
         env = {
             "CUDA_VISIBLE_DEVICES": str(card),
             "UOCR_WORKER__POOL": "threads",
             "UOCR_WORKER__RENDER_PROCESSES": os.environ.get("UOCR_WORKER__RENDER_PROCESSES", "2"),
+            **served,
         }
         argv = [*base, "-n", name, "--concurrency", str(gpu_concurrency)]
         argv[argv.index("prefork")] = "threads"
         specs.append(WorkerSpec(name, env, argv))
     return specs
+
+
+def node_name(kind: str, host: str, model_version: str | None) -> str:
+    """``cpu@host``, or ``cpu-v2@host`` for a named version: Flower's workers list shows it."""
+    if model_version in (None, DEFAULT_MODEL_VERSION):
+        return f"{kind}@{host}"
+    return f"{kind}-{model_version}@{host}"
 
 
 def run_workers(specs: list[WorkerSpec]) -> int:

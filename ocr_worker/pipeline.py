@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core import job_lifecycle, object_keys
-from ocr_api.core.contracts import PageResult
+from ocr_api.core.contracts import DEFAULT_MODEL_VERSION, PageResult
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
 from ocr_api.core.models import Job, Page, PageGroup
@@ -66,6 +66,9 @@ class PageGroupPipeline:
     dispatcher: Dispatcher
     settings: Settings
     worker_id: str
+    # The model version this worker serves: it runs only that version's jobs, and every page
+    # it records says so (with the engine), in the status and in the results.
+    model_version: str = DEFAULT_MODEL_VERSION
     rasterizer: PageRasterizer = field(init=False)
     # Claims whose release failed (the database was down): given back by the next task here,
     # rather than held until their lease lapses. Token-fenced, so a late release is harmless.
@@ -118,6 +121,7 @@ class PageGroupPipeline:
         self._advance(job_id, group_index)
         bound.info(
             "page_group.finished",
+            model_version=self.model_version,
             pages=len(results),
             failed=sum(r.status == "failed" for r in results),
             seconds=round(time.perf_counter() - started, 3),
@@ -139,6 +143,11 @@ class PageGroupPipeline:
                 return "canceled"
             if group.status in ("done", "failed"):
                 return "done"
+            if (job.model_version or DEFAULT_MODEL_VERSION) != self.model_version:
+                # A message on the wrong queue (a worker started with other queues by hand):
+                # sent back to the job's own version rather than run on this one.
+                queue_group(self.dispatcher, group, priority=job.priority)
+                return "other_version"
             now = utcnow()
             if (
                 group.status == "running"
@@ -204,7 +213,11 @@ class PageGroupPipeline:
         missing = [ref.page_no for ref in claimed.pages if ref.page_no not in by_page]
         if missing:  # an engine that drops a page is a bug; record it rather than lose the page
             raise RuntimeError(f"engine {self.engine.name} returned no result for pages {missing}")
-        return [_flagged(by_page[ref.page_no], flags) for ref in claimed.pages]
+        return [self._provenance(_flagged(by_page[ref.page_no], flags)) for ref in claimed.pages]
+
+    def _provenance(self, result: PageResult) -> PageResult:
+        engine = result.engine or self.engine.name
+        return result.model_copy(update={"engine": engine, "model_version": self.model_version})
 
     def _render(
         self, refs: list[PageRef]
@@ -253,6 +266,7 @@ class PageGroupPipeline:
                     continue
                 page.status, page.error = result.status, result.error
                 page.result_key, page.warnings = keys[page.page_no], result.warnings
+                page.model_version, page.engine = result.model_version, result.engine
                 page.finished_at = now
                 page.duration_ms = result.duration_ms or int(
                     (now - (page.started_at or now)).total_seconds() * 1000

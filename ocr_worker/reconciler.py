@@ -15,6 +15,11 @@ last ``redispatch_after_seconds``, is dispatched again:
 - a webhook delivery still pending long after its next try was due (its delayed message was
   lost): sent again; receivers deduplicate on ``Uocr-Event-Id`` in any case.
 
+Each job is dispatched to the queues of the model version it was given at submit. A job whose
+version is no longer in the settings is not lost: it is reported (``job.model_version_unknown``
+here, ``uocr_version_unfinished_jobs{configured="false"}`` in the API's metrics) and left
+queued for that version, until its workers run it or an operator lists the version again.
+
 A message that turns out to exist after all is harmless: claiming is idempotent, so the second
 task finds the group leased or done and only advances the job. Groups that are running with a
 lapsed lease are ``recover_stale_groups``'s.
@@ -22,7 +27,8 @@ lapsed lease are ``recover_stale_groups``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import structlog
@@ -47,6 +53,9 @@ class Reconciler:
     waiting: WaitingTasks
     redispatch_after_seconds: int
     parallel_groups: bool  # every group dispatched at submit, or each after its predecessor
+    # The same, per engine, where versions of several engines run side by side.
+    parallel_by_engine: dict[str, bool] = field(default_factory=dict)
+    known_versions: frozenset[str] | None = None  # None: no version check
     # A pending delivery untried for this long lost its message (the longest backoff, plus
     # a try's timeout and the grace).
     webhook_quiet_seconds: float = 3600.0
@@ -56,13 +65,29 @@ class Reconciler:
         Postgres, so a message sent during the pass is never mistaken for a lost one."""
         waiting = self.waiting.task_ids()
         with self.sessions() as session:
-            job_ids = list(
-                session.scalars(select(Job.id).where(Job.status.in_(job_lifecycle.UNFINISHED)))
-            )
+            unfinished = session.execute(
+                select(Job.id, Job.model_version).where(Job.status.in_(job_lifecycle.UNFINISHED))
+            ).all()
+        self._report_unknown_versions(Counter(version for _, version in unfinished))
+        job_ids = [job_id for job_id, _ in unfinished]
         dispatched: list[str] = []
         for job_id in job_ids:
             dispatched += self._reconcile_job(job_id, waiting)
         return dispatched + self._redeliver_webhooks()
+
+    def _report_unknown_versions(self, jobs_by_version: Counter[str]) -> None:
+        """Jobs whose version was removed from the settings wait for workers nobody runs."""
+        if self.known_versions is None:
+            return
+        for name, count in sorted(jobs_by_version.items()):
+            if name not in self.known_versions:
+                log.error(
+                    "job.model_version_unknown",
+                    model_version=name,
+                    unfinished_jobs=count,
+                    known_versions=sorted(self.known_versions),
+                    hint="list the version in models.versions again and run its workers",
+                )
 
     def _redeliver_webhooks(self) -> list[str]:
         cutoff = utcnow() - timedelta(seconds=self.webhook_quiet_seconds)
@@ -117,7 +142,8 @@ class Reconciler:
         if group.status != "pending":
             return False
         previous = groups[group.group_index - 1] if group.group_index > 0 else None
-        in_order = not self.parallel_groups and previous is not None
+        parallel = self.parallel_by_engine.get(job.engine, self.parallel_groups)
+        in_order = not parallel and previous is not None
         if in_order and previous is not None and previous.status not in SETTLED:
             return False  # its predecessor queues it when it finishes
         if group.enqueued_at is None:  # due since the job was created or its predecessor ended
@@ -133,6 +159,7 @@ class Reconciler:
             priority=job.priority,
             group_pages=group.num_pages,
             document_pages=job.page_count,
+            model_version=job.model_version,
         )
         log.warning("job.resumed", job_id=job.id, page_group=group.group_index)
 

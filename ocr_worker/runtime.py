@@ -12,6 +12,7 @@ import httpx
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
+from ocr_api.core.contracts import DEFAULT_MODEL_VERSION
 from ocr_api.core.db import make_engine, make_session_factory
 from ocr_api.core.dispatch import CeleryDispatcher, Dispatcher
 from ocr_api.core.settings import Settings
@@ -28,14 +29,19 @@ class WorkerRuntime:
     store: ObjectStore
     dispatcher: Dispatcher
     http: httpx.Client
+    model_version: str = DEFAULT_MODEL_VERSION  # the version served; settings are its own
     engine: OcrEngine | None = None
     _pipeline: PageGroupPipeline | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)  # task threads share it
 
     @classmethod
-    def build(cls, settings: Settings, app: Celery) -> WorkerRuntime:
+    def build(
+        cls, settings: Settings, app: Celery, model_version: str = DEFAULT_MODEL_VERSION
+    ) -> WorkerRuntime:
+        """``settings`` are the served version's (model_versions.settings_for)."""
         return cls(
             settings=settings,
+            model_version=model_version,
             sessions=make_session_factory(make_engine(settings.database)),
             store=make_object_store(settings.s3),
             dispatcher=CeleryDispatcher(
@@ -60,6 +66,7 @@ class WorkerRuntime:
                 dispatcher=self.dispatcher,
                 settings=self.settings,
                 worker_id=f"{socket.gethostname()}:{os.getpid()}",
+                model_version=self.model_version,
             )
         return self._pipeline
 

@@ -14,6 +14,7 @@ from celery.apps import worker as celery_worker_program
 from celery.exceptions import SoftTimeLimitExceeded
 
 from ocr_api.batches.completion import finish_settled_batches
+from ocr_api.core import model_versions
 from ocr_api.core.celery_app import make_celery
 from ocr_api.core.contracts import (
     TASK_ADMIT,
@@ -36,7 +37,10 @@ from ocr_worker.retention import purge_expired_results
 from ocr_worker.runtime import WorkerRuntime
 from ocr_worker.startup_record import record_worker_start
 
-settings = get_settings()
+deployment = get_settings()
+# This worker serves one model version: its queues, its engine (uocr worker --model-version).
+served_version = model_versions.served_version(deployment)
+settings = model_versions.settings_for(deployment, served_version)
 app = make_celery(settings)
 log = structlog.get_logger(__name__)
 
@@ -51,7 +55,7 @@ class _Process:
     def get(cls) -> WorkerRuntime:
         with cls.lock:
             if cls.runtime is None:
-                cls.runtime = WorkerRuntime.build(settings, app)
+                cls.runtime = WorkerRuntime.build(settings, app, served_version)
             return cls.runtime
 
 
@@ -66,6 +70,14 @@ def _json_from_the_first_line(**_: Any) -> None:
     "worker: Warm shutdown" straight to stdout: both become JSON lines too."""
     configure_logging(settings.log_level)
     celery_worker_program.safe_say = _say
+    chosen = model_versions.version(deployment, served_version)
+    log.info(
+        "worker.model_version",
+        model_version=served_version,
+        engine=chosen.engine,
+        model_path=str(chosen.model_path) if chosen.model_path else None,
+        manifest_sha256=chosen.manifest_sha256,
+    )
 
 
 def _say(message: str, *_: Any) -> None:
@@ -101,7 +113,7 @@ def _preload() -> None:
     runtime = _Process.get()
     if settings.worker.preload_engine:
         runtime.pipeline  # noqa: B018 - load the engine now, not on the first task
-        log.info("worker.ready", engine=settings.engine)
+        log.info("worker.ready", engine=settings.engine, model_version=served_version)
 
 
 # Database and broker errors are retried with backoff: a new message, so nothing is acked as
@@ -139,6 +151,11 @@ def recover() -> list[str]:
         RedisWaitingTasks(settings.redis.url),
         redispatch_after_seconds=settings.worker.redispatch_after_seconds,
         parallel_groups=settings.page_groups_in_parallel,
+        parallel_by_engine={
+            engine: model_versions.groups_in_parallel(deployment, engine)
+            for engine in ("rapidocr", "unlimited_ocr")
+        },
+        known_versions=frozenset(model_versions.version_names(deployment)),
         webhook_quiet_seconds=settings.webhooks.backoff_max_seconds
         + settings.webhooks.timeout_seconds
         + settings.worker.redispatch_after_seconds,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from uocr_cli.errors import CliError
+
+if TYPE_CHECKING:
+    from ocr_api.core.settings import Settings
 
 T = TypeVar("T")
 
@@ -44,3 +47,21 @@ def _manifest_step(step: Callable[[Path], T], path: Path) -> T:
         return step(path)
     except ManifestError as error:
         raise CliError(str(error)) from None
+
+
+def check_served_version(settings: Settings, name: str) -> None:
+    """Refuse to start a worker for an unknown version, or on weights its manifest pin does not
+    match (one line naming the version and the file)."""
+    from ocr_api.core import model_versions
+    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError, check_pinned_manifest
+
+    try:
+        chosen = model_versions.version(settings, name)
+    except KeyError as error:
+        raise CliError(f"--model-version: {error.args[0]}") from None
+    if chosen.manifest_sha256 is None or chosen.model_path is None:
+        return
+    try:
+        check_pinned_manifest(chosen.model_path, chosen.manifest_sha256)
+    except ManifestError as error:
+        raise CliError(f"model version {name!r}: {error}") from None

@@ -48,12 +48,23 @@ def api(host: str, port: int | None, workers: int) -> None:
 @click.option("--queues", default=None, help="Comma-separated queues (default: the OCR queues).")
 @click.option("--concurrency", default=1, show_default=True, help="CPU worker processes.")
 @click.option("--beat", is_flag=True, help="Also run the scheduler (stale-group recovery).")
-def worker(gpus: str, queues: str | None, concurrency: int, beat: bool) -> None:
-    """Start Celery workers: one per GPU card, or one CPU worker."""
+@click.option(
+    "--model-version",
+    default=None,
+    help="The model version to serve: its engine and its queues (default: models.serve).",
+)
+def worker(
+    gpus: str, queues: str | None, concurrency: int, beat: bool, model_version: str | None
+) -> None:
+    """Start Celery workers: one per GPU card, or one CPU worker. Each serves one model version,
+    taking that version's OCR queues (--queues names the plain ones: ocr.long -> ocr.long.v2)."""
     from ocr_api.core.settings import get_settings
     from ocr_worker import launcher
+    from uocr_cli.model import check_served_version
 
     settings = get_settings()
+    served = model_version or settings.worker.model_version or settings.models.serve
+    check_served_version(settings, served)
     try:
         cards = launcher.parse_gpus(gpus, launcher.detect_gpu_count())
     except ValueError as error:
@@ -68,6 +79,7 @@ def worker(gpus: str, queues: str | None, concurrency: int, beat: bool) -> None:
         queues=chosen,
         extra_args=extra,
         gpu_concurrency=settings.max_concurrency,
+        model_version=served,
     )
     sys.exit(launcher.run_workers(specs))
 

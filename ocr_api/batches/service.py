@@ -19,6 +19,7 @@ from ocr_api.core.errors import Conflict, InvalidRequest, NotFound
 from ocr_api.core.models import Batch, Job, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore
+from ocr_api.jobs import routing
 from ocr_api.jobs.documents import parse_page_selection
 from ocr_api.jobs.input_limits import check_metadata, check_name, check_text
 from ocr_api.jobs.listing import decode_cursor, encode_cursor
@@ -165,7 +166,7 @@ def _add(
         if document.idempotency_key in known:
             job_ids.append(known[document.idempotency_key])
             continue
-        job = _waiting_job(batch, document, settings)
+        job = _waiting_job(session, batch, document, settings)
         session.add(job)
         if document.idempotency_key:
             known[document.idempotency_key] = job.id
@@ -179,19 +180,24 @@ def _add(
     return Added(job_ids, added, len(documents) - added)
 
 
-def _waiting_job(batch: Batch, document: BatchDocument, settings: Settings) -> Job:
+def _waiting_job(
+    session: Session, batch: Batch, document: BatchDocument, settings: Settings
+) -> Job:
     key = check_name(document.object_key, what="object key")
     if not key.startswith(object_keys.inbox_prefix(batch.tenant_id)) or ".." in key:
         raise NotFound(
             f"object {key!r} is not in your inbox ({object_keys.inbox_prefix(batch.tenant_id)})"
         )
+    job_id = new_id()
+    version = routing.route_job(session, settings, job_id=job_id, tenant_id=batch.tenant_id)
     return Job(
-        id=new_id(),
+        id=job_id,
         tenant_id=batch.tenant_id,
         batch_id=batch.id,
         status=job_lifecycle.QUEUED,
         priority=batch.priority,
-        engine=settings.engine,
+        engine=version.engine,
+        model_version=version.model_version,
         idempotency_key=document.idempotency_key,
         source_name=(document.source_name or key.rsplit("/", 1)[-1])[:500],
         input_key=key,

@@ -26,12 +26,34 @@ OCR_QUEUES = (QUEUE_INTERACTIVE, QUEUE_LONG, QUEUE_BACKLOG)
 Priority = Literal["interactive", "backlog"]
 PRIORITY_QUEUES: dict[str, str] = {"interactive": QUEUE_INTERACTIVE, "backlog": QUEUE_BACKLOG}
 
+# The model version a job runs on when none is named (and every job from before versions).
+DEFAULT_MODEL_VERSION = "default"
 
-def page_group_queue(priority: str, *, document_pages: int, long_document_pages: int) -> str:
-    """Long documents have their own pool, so one never holds short ones behind it."""
-    if document_pages >= long_document_pages:
-        return QUEUE_LONG
-    return PRIORITY_QUEUES[priority]
+
+def versioned_queue(queue: str, model_version: str) -> str:
+    """An OCR queue of one model version: its workers take only its jobs. The implicit
+    "default" version keeps the plain names, so a deployment without versions is unchanged."""
+    if model_version == DEFAULT_MODEL_VERSION or queue not in OCR_QUEUES:
+        return queue
+    return f"{queue}.{model_version}"
+
+
+def ocr_queues(model_version: str = DEFAULT_MODEL_VERSION) -> tuple[str, ...]:
+    """A version's OCR queues, in order of precedence."""
+    return tuple(versioned_queue(queue, model_version) for queue in OCR_QUEUES)
+
+
+def page_group_queue(
+    priority: str,
+    *,
+    document_pages: int,
+    long_document_pages: int,
+    model_version: str = DEFAULT_MODEL_VERSION,
+) -> str:
+    """Long documents have their own pool, so one never holds short ones behind it; each
+    model version has its own queues, so a job stays on the version it was given."""
+    base = QUEUE_LONG if document_pages >= long_document_pages else PRIORITY_QUEUES[priority]
+    return versioned_queue(base, model_version)
 
 
 class Block(BaseModel):
@@ -57,6 +79,7 @@ class PageResult(BaseModel):
     # A page that was cut by its token budget or caught looping is flagged here, never clean.
     warnings: list[str] = Field(default_factory=list)
     engine: str = ""
+    model_version: str = ""  # the named model version whose worker produced the page
     duration_ms: int | None = None
 
     def to_jsonl_obj(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Protocol
 from celery import Celery
 
 from ocr_api.core.contracts import (
+    DEFAULT_MODEL_VERSION,
     TASK_ADMIT,
     TASK_DELIVER_WEBHOOK,
     TASK_PAGE_GROUP,
@@ -26,6 +27,7 @@ class Dispatcher(Protocol):
         priority: str,
         group_pages: int,
         document_pages: int = 0,
+        model_version: str = DEFAULT_MODEL_VERSION,
     ) -> str | None: ...
 
     def enqueue_webhook(self, *, delivery_id: str, countdown: float = 0) -> None: ...
@@ -47,10 +49,14 @@ class CeleryDispatcher:
         priority: str,
         group_pages: int,
         document_pages: int = 0,
+        model_version: str = DEFAULT_MODEL_VERSION,
     ) -> str | None:
         hard = self.time_limit(group_pages)
         queue = page_group_queue(
-            priority, document_pages=document_pages, long_document_pages=self.long_document_pages
+            priority,
+            document_pages=document_pages,
+            long_document_pages=self.long_document_pages,
+            model_version=model_version,
         )
         result = self.app.send_task(
             TASK_PAGE_GROUP,
@@ -70,12 +76,15 @@ class CeleryDispatcher:
 
 
 def queue_group(dispatcher: Dispatcher, group: PageGroup, *, priority: str) -> None:
-    """Send a page group's task and record it on the row (the caller's transaction)."""
+    """Send a page group's task to its job's model version and record it on the row (the
+    caller's transaction). Every path that queues a group comes here: submit, the feeder, the
+    next group, the reconciler; so a job never changes version on the way."""
     group.task_id = dispatcher.enqueue_group(
         job_id=group.job_id,
         group_index=group.group_index,
         priority=priority,
         group_pages=group.num_pages,
         document_pages=group.job.page_count,
+        model_version=group.job.model_version or DEFAULT_MODEL_VERSION,
     )
     group.enqueued_at = utcnow()

@@ -96,6 +96,11 @@ class Job(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)
     priority: Mapped[str] = mapped_column(String(16))
     engine: Mapped[str] = mapped_column(String(32))
+    # The model version chosen at submit (ocr_api/core/model_versions.route): its page groups go
+    # to that version's queues until the job ends, whatever the routing says later.
+    model_version: Mapped[str] = mapped_column(
+        String(64), default="default", server_default="default", index=True
+    )
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     # sha256 of the submitted files and options: a key reused for another request is refused.
     request_fingerprint: Mapped[str | None] = mapped_column(String(64))
@@ -157,6 +162,9 @@ class Page(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
     duration_ms: Mapped[int | None] = mapped_column(Integer)
+    # What produced the result, as the worker that recorded it says (unset until then).
+    model_version: Mapped[str | None] = mapped_column(String(64))
+    engine: Mapped[str | None] = mapped_column(String(32))
     job: Mapped[Job] = relationship(back_populates="pages")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
@@ -138,6 +139,9 @@ class WorkerSettings(_Section):
     # Whether a document's page groups may run at once on several workers; unset: yes, unless
     # the engine carries state from group to group (see Settings.page_groups_in_parallel).
     parallel_page_groups: bool | None = None
+    # The model version this worker serves (its queues, its engine); unset: models.serve.
+    # `uocr worker --model-version NAME` sets it for the worker processes it starts.
+    model_version: str | None = None
 
 
 class AdmissionSettings(_Section):
@@ -164,7 +168,13 @@ class ModelVersionSettings(_Section):
         UnlimitedOcrSettings.model_validate(self.unlimited_ocr)  # names and values checked now
         if self.engine == "unlimited_ocr" and self.model_path is None:
             raise ValueError("a version with engine 'unlimited_ocr' needs model_path")
+        if self.manifest_sha256 is not None and self.model_path is None:
+            raise ValueError("a version with manifest_sha256 needs model_path (the weights)")
         return self
+
+
+# Version names become queue and worker names (ocr.interactive.<name>, cpu-<name>@host).
+VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
 class ModelsSettings(_Section):
@@ -179,10 +189,17 @@ class ModelsSettings(_Section):
 
     @model_validator(mode="after")
     def _known_versions(self) -> ModelsSettings:
+        bad = [name for name in self.versions if not VERSION_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(
+                f"model version names {bad} must be letters, digits, '-' or '_' (at most 32)"
+            )
         known = set(self.versions) or {"default"}
         for role, name in (("serve", self.serve), ("canary", self.canary)):
             if name is not None and name not in known:
                 raise ValueError(f"models.{role} names {name!r}; versions are {sorted(known)}")
+        if self.canary is None and (self.canary_percent or self.canary_tenants):
+            raise ValueError("models.canary_percent and canary_tenants need models.canary")
         return self
 
 
@@ -245,6 +262,12 @@ class Settings(BaseSettings):
             )
         if self.engine == "unlimited_ocr" and self.model_path is None:
             raise ValueError("model_path is required when engine is 'unlimited_ocr'")
+        served = self.worker.model_version
+        if served is not None and served not in (set(self.models.versions) or {"default"}):
+            raise ValueError(
+                f"worker.model_version names {served!r}; versions are "
+                f"{sorted(self.models.versions) or ['default']}"
+            )
         if self.environment == "production" and self.s3.secret_access_key == "uocr-secret":
             raise ValueError("s3.secret_access_key still has its development placeholder")
         return self

@@ -12,7 +12,7 @@ import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core import job_lifecycle
+from ocr_api.core import job_lifecycle, model_versions
 from ocr_api.core.admission import WaitingJob, plan_admission
 from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.dispatch import Dispatcher, queue_group
@@ -134,8 +134,9 @@ def admit_job(
         job = session.get(Job, job_id)
         if job is None or job.admitted_at is not None or job.status != job_lifecycle.QUEUED:
             return
+        identity = model_versions.result_identity(job.engine, job.model_version)
         intake = (job.input_key, job.source_name, job.page_selection) if not job.pages else None
-    taken = _take_document(sessions, store, settings, job_id, *intake) if intake else None
+    taken = _take_document(sessions, store, settings, job_id, identity, *intake) if intake else None
     if intake and taken is None:
         return  # refused: the job failed with the reason
     with transaction(sessions) as session:
@@ -151,7 +152,8 @@ def admit_job(
         if job.reuse_results:
             reuse.take_earlier_results(session, store, job)
         job.admitted_at = utcnow()
-        groups = job.groups if settings.page_groups_in_parallel else job.groups[:1]
+        parallel = model_versions.groups_in_parallel(settings, job.engine)  # the job's engine
+        groups = job.groups if parallel else job.groups[:1]
         for group in groups:
             queue_group(dispatcher, group, priority=job.priority)
 
@@ -161,6 +163,7 @@ def _take_document(
     store: ObjectStore,
     settings: Settings,
     job_id: str,
+    identity: str,
     key: str | None,
     name: str,
     spec: str | None,
@@ -177,7 +180,7 @@ def _take_document(
         upload_scan.check_upload(settings.upload_scan, name=name, data=data)
         inspected = [inspect_file(name, data)]
         pages = select_pages(inspected, spec, settings)
-        digest = reuse.content_digest([inspected[0].data], pages=spec, engine=settings.engine)
+        digest = reuse.content_digest([inspected[0].data], pages=spec, engine=identity)
     except ObjectNotFound:
         _refuse(sessions, job_id, f"{key} is no longer in the inbox")
         return None

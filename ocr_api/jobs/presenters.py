@@ -56,6 +56,7 @@ def public(job: Job, settings: Settings) -> JobPublic:
     return JobPublic(
         **summary(job, settings).model_dump(),
         engine=job.engine,
+        model_version=job.model_version,
         groups_total=len(job.groups),
         groups_done=sum(g.status in ("done", "failed") for g in job.groups),
         cancel_requested=job.cancel_requested,
@@ -74,6 +75,8 @@ def public(job: Job, settings: Settings) -> JobPublic:
                 warnings=p.warnings,
                 started_at=p.started_at,
                 finished_at=p.finished_at,
+                model_version=p.model_version,
+                engine=p.engine,
             )
             for p in job.pages
         ],

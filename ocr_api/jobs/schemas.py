@@ -42,6 +42,10 @@ class PagePublic(BaseModel):
     warnings: list[str]
     started_at: datetime | None
     finished_at: datetime | None
+    model_version: str | None = Field(
+        None, description="the model version whose worker produced the page (null until then)"
+    )
+    engine: str | None = Field(None, description="the engine that produced the page")
 
 
 class JobSummary(BaseModel):
@@ -87,6 +91,9 @@ class WebhookPublic(BaseModel):
 
 class JobPublic(JobSummary):
     engine: str
+    model_version: str = Field(
+        description="the model version the job was given at submit; it runs there to the end"
+    )
     groups_total: int
     groups_done: int
     cancel_requested: bool
@@ -114,4 +121,6 @@ class JobResult(BaseModel):
     pages_total: int
     pages_failed: int
     metadata: dict[str, Any]
+    model_version: str | None = Field(None, description="the job's model version")
+    engine: str | None = None
     pages: list[PageResult]

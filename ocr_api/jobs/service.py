@@ -28,7 +28,7 @@ from ocr_api.core.errors import (
 from ocr_api.core.models import Job, PageGroup, new_id
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
-from ocr_api.jobs import admission_service, intake, reuse, upload_scan
+from ocr_api.jobs import admission_service, intake, reuse, routing, upload_scan
 from ocr_api.jobs.documents import inspect_file
 from ocr_api.webhooks.events import record_job_finished
 from ocr_api.webhooks.url_policy import check_webhook_url
@@ -85,12 +85,16 @@ def submit_job(
     if not inspected:
         raise InvalidRequest("no document: upload a file or name an object")
     page_refs = intake.select_pages(inspected, options.pages, settings)
+    job_id = new_id()
+    with sessions() as session:
+        version = routing.route_job(session, settings, job_id=job_id, tenant_id=tenant_id)
     job = Job(
-        id=new_id(),
+        id=job_id,
         tenant_id=tenant_id,
         status=job_lifecycle.QUEUED,
         priority=options.priority,
-        engine=settings.engine,
+        engine=version.engine,
+        model_version=version.model_version,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         source_name=", ".join(f.name for f in inspected)[:500],
@@ -98,7 +102,7 @@ def submit_job(
         job_metadata=options.metadata,
         page_count=len(page_refs),
         content_digest=reuse.content_digest(
-            [f.data for f in inspected], pages=options.pages, engine=settings.engine
+            [f.data for f in inspected], pages=options.pages, engine=version.result_identity
         ),
         reuse_results=options.reuse_results,
     )
@@ -118,7 +122,7 @@ def submit_job(
         or options.priority == "interactive"
         or _window_has_room(sessions, settings, tenant_id)
     ):
-        parallel = settings.page_groups_in_parallel
+        parallel = version.parallel_groups
         _dispatch(sessions, store, dispatcher, job, stored, every_group=parallel, actor=actor)
     # Otherwise the job waits in Postgres, accepted, and the feeder admits it in its turn.
     return Submitted(job, replayed=False)

@@ -55,3 +55,18 @@ def verify_manifest(root: Path) -> int:
         if sha256_file(path) != expected["sha256"]:
             raise ManifestError(f"{name}: sha256 mismatch (corrupt download)")
     return len(entries)
+
+
+def check_pinned_manifest(root: Path, expected_sha256: str) -> int:
+    """The weights are those a model version names: its manifest has the sha256 the settings
+    pin (``manifest_sha256``), and every file matches the manifest. Returns the files checked."""
+    manifest = root / MANIFEST_NAME
+    if not manifest.is_file():
+        raise ManifestError(f"{root}: no {MANIFEST_NAME}; run `uocr model manifest {root}` first")
+    actual = sha256_file(manifest)
+    if actual != expected_sha256.strip().lower():
+        raise ManifestError(
+            f"{manifest} has sha256 {actual}, but the version pins {expected_sha256} "
+            "(other weights than the version names)"
+        )
+    return verify_manifest(root)
