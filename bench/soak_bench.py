@@ -27,6 +27,7 @@ import numpy as np
 import psutil
 import pymupdf
 
+from ocr_api.core import audit
 from ocr_api.core.db import make_engine, make_session_factory, transaction
 from ocr_api.core.migrate import upgrade
 from ocr_api.core.settings import load_settings
@@ -101,6 +102,7 @@ def soak_worker(folder: Path, docs: list[bytes], rounds: int, dpi: int) -> list[
             tenant_id=tenant_id,
             files=[UploadedFile(f"doc{n}.pdf", docs[n % len(docs)])],
             options=JobOptions(),
+            actor=audit.OPERATOR,
         )
         while dispatcher.groups:
             pipeline.run(*dispatcher.groups.popleft())
