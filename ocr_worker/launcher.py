@@ -70,7 +70,7 @@ def worker_specs(
         argv = [*base, "-n", f"cpu@{host}", "--concurrency", str(concurrency)]
         return [WorkerSpec(f"cpu@{host}", {}, argv)]
     specs = []
-    for card in cards:
+    for position, card in enumerate(cards):
         name = f"gpu{card}@{host}"
         # One process per card, the model loaded once in it; its threads feed one decode loop,
         # so up to max_concurrency page groups share each step.
@@ -78,11 +78,18 @@ def worker_specs(
             "CUDA_VISIBLE_DEVICES": str(card),
             "UOCR_WORKER__POOL": "threads",
             "UOCR_WORKER__RENDER_PROCESSES": os.environ.get("UOCR_WORKER__RENDER_PROCESSES", "2"),
+            **_metrics_port(position),
         }
         argv = [*base, "-n", name, "--concurrency", str(gpu_concurrency)]
         argv[argv.index("prefork")] = "threads"
         specs.append(WorkerSpec(name, env, argv))
     return specs
+
+
+def _metrics_port(position: int) -> dict[str, str]:
+    """Workers of one host cannot share a port: the Nth card's serves on the base port + N."""
+    base = os.environ.get("UOCR_WORKER__METRICS_PORT")
+    return {"UOCR_WORKER__METRICS_PORT": str(int(base) + position)} if base else {}
 
 
 def run_workers(specs: list[WorkerSpec]) -> int:

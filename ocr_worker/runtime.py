@@ -19,6 +19,7 @@ from ocr_api.core.storage import ObjectStore, make_object_store
 from ocr_worker.engines.base import OcrEngine
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
+from ocr_worker.worker_metrics import WorkerMetrics
 
 
 @dataclass
@@ -28,6 +29,7 @@ class WorkerRuntime:
     store: ObjectStore
     dispatcher: Dispatcher
     http: httpx.Client
+    metrics: WorkerMetrics | None = None  # when the worker serves /metrics
     engine: OcrEngine | None = None
     _pipeline: PageGroupPipeline | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)  # task threads share it
@@ -42,6 +44,9 @@ class WorkerRuntime:
                 app, settings.group_time_limit, settings.long_document_pages
             ),
             http=httpx.Client(),
+            metrics=WorkerMetrics(render_processes=settings.worker.render_processes)
+            if settings.worker.metrics_port is not None
+            else None,
         )
 
     @property
@@ -53,6 +58,8 @@ class WorkerRuntime:
     def _build_pipeline(self) -> PageGroupPipeline:
         if self._pipeline is None:
             self.engine = self.engine or make_ocr_engine(self.settings)
+            if self.metrics is not None:
+                self.engine.count_tokens = self.metrics.tokens_generated
             self._pipeline = PageGroupPipeline(
                 sessions=self.sessions,
                 store=self.store,
@@ -60,6 +67,7 @@ class WorkerRuntime:
                 dispatcher=self.dispatcher,
                 settings=self.settings,
                 worker_id=f"{socket.gethostname()}:{os.getpid()}",
+                metrics=self.metrics,
             )
         return self._pipeline
 

@@ -118,6 +118,9 @@ class WorkerSettings(_Section):
     # Whether a document's page groups may run at once on several workers; unset: yes, unless
     # the engine carries state from group to group (see Settings.page_groups_in_parallel).
     parallel_page_groups: bool | None = None
+    # The worker's own Prometheus metrics (pages, render saturation, tokens, GPU) on this port,
+    # served by the worker's main process for all its children; unset: none served.
+    metrics_port: int | None = Field(None, ge=1, le=65535)
 
 
 class AdmissionSettings(_Section):
