@@ -6,6 +6,7 @@ warning at the ticket queue, and not at the other."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from tests.e2e.processes import (
     wait_until,
 )
 from tests.factories import sample_pages, scanned_pdf
+from tests.ops.test_alert_rules import RULES
 
 WORKER = "ocr@alerts"
 
@@ -135,3 +137,10 @@ def test_a_burst_of_failing_pages_opens_a_ticket(monitored: Monitored) -> None:
     failed = 'sum(uocr_worker_pages_total{job="uocr-worker", outcome="failed"})'
     assert monitored.monitoring.wait_for_value(f"{failed} >= 5") >= 5
     assert monitored.monitoring.query("uocr_gpu_memory_used_bytes") == []
+    exported = monitored.monitoring.query('{__name__=~"uocr_worker_.+"}')
+    alerted = set(re.findall(r"\buocr_worker_[a-z_]+", RULES.read_text()))
+    assert alerted <= {series["metric"]["__name__"] for series in exported}  # all can fire
+    # CPU pre-processing: the task process's one render process, and the time it spent.
+    worker = '{job="uocr-worker"}'
+    assert monitored.monitoring.wait_for_value(f"sum(uocr_worker_render_processes{worker})") == 1
+    assert monitored.monitoring.wait_for_value(f"uocr_worker_render_seconds_total{worker} > 0")
