@@ -108,6 +108,10 @@ def start_monitoring(logs: Path, *, receiver_url: str, targets: dict[str, str]) 
         logs / "prometheus.log",
     ).start()
     monitoring = Monitoring(f"http://127.0.0.1:{prom_port}", [prometheus, alertmanager])
-    wait_http(f"http://127.0.0.1:{am_port}/-/ready")
-    wait_http(f"{monitoring.prometheus_url}/-/ready")
+    try:
+        wait_http(f"http://127.0.0.1:{am_port}/-/ready")
+        wait_http(f"{monitoring.prometheus_url}/-/ready")
+    except TimeoutError:  # neither is left running behind a failed start (see their logs)
+        monitoring.stop()
+        raise
     return monitoring
