@@ -85,11 +85,16 @@ def monitored(
         api_port, worker_port = free_port(), free_port()
         api = api_server(own.env, logs, api_port).start()
         targets = {"uocr-api": api_port, "uocr-worker": worker_port}
-        monitoring = start_monitoring(
-            logs,
-            receiver_url=receiver.url(""),
-            targets={job: f"127.0.0.1:{port}" for job, port in targets.items()},
-        )
+        try:
+            monitoring = start_monitoring(
+                logs,
+                receiver_url=receiver.url(""),
+                targets={job: f"127.0.0.1:{port}" for job, port in targets.items()},
+            )
+        except TimeoutError:
+            api.stop()
+            server.shutdown()
+            raise
         monitored = Monitored(
             own, logs, f"http://127.0.0.1:{api_port}", worker_port, monitoring, receiver
         )
