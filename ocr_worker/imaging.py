@@ -11,6 +11,7 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
+from typing import Protocol
 
 import numpy as np
 import pymupdf
@@ -149,7 +150,16 @@ class ProcessRasterizer:
     while its worker was alive, and left a GPU worker's decode loop waiting. Each process keeps
     its own object-store client and file cache."""
 
-    def __init__(self, s3: S3Settings, *, dpi: int, max_side: int, processes: int) -> None:
+    def __init__(
+        self,
+        s3: S3Settings,
+        *,
+        dpi: int,
+        max_side: int,
+        processes: int,
+        metrics: RenderObserver | None = None,
+    ) -> None:
+        self.metrics = metrics
         _allow_children()
         self.pool = ProcessPoolExecutor(
             processes,
@@ -159,14 +169,31 @@ class ProcessRasterizer:
         )
 
     def render_many(self, refs: list[tuple[str, int]]) -> list[RenderedPage | PageRenderError]:
+        submitted = time.monotonic()
         futures = [self.pool.submit(_render, key, index) for key, index in refs]
         results: list[RenderedPage | PageRenderError] = []
         for future in futures:
             try:
-                results.append(future.result())
+                timed = future.result()
             except PageRenderError as error:
                 results.append(error)
+                continue
+            results.append(timed.page)
+            if self.metrics is not None:  # waited: submit to start, on the pool's own clock
+                waited = max(0.0, timed.started - submitted)
+                self.metrics.page_rendered(seconds=timed.seconds, waited=waited)
         return results
+
+
+class RenderObserver(Protocol):
+    def page_rendered(self, *, seconds: float, waited: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class _TimedRender:
+    page: RenderedPage
+    started: float  # time.monotonic() in the render process: the same clock on Linux
+    seconds: float
 
 
 def _allow_children() -> None:
@@ -198,6 +225,8 @@ def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)
 
 
-def _render(key: str, index: int) -> RenderedPage:
+def _render(key: str, index: int) -> _TimedRender:
     assert _Renderer.current is not None
-    return _Renderer.current.render_page(key, index)
+    started = time.monotonic()
+    page = _Renderer.current.render_page(key, index)
+    return _TimedRender(page, started, time.monotonic() - started)

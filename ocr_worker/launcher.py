@@ -83,7 +83,7 @@ def worker_specs(
         argv = [*base, "-n", name, "--concurrency", str(concurrency)]
         return [WorkerSpec(name, served, argv)]
     specs = []
-    for card in cards:
+    for position, card in enumerate(cards):
         name = node_name(f"gpu{card}", host, model_version)
         # One process per card, the model loaded once in it; its threads feed one decode loop,
         # so up to max_concurrency page groups share each step.
@@ -92,6 +92,7 @@ def worker_specs(
             "UOCR_WORKER__POOL": "threads",
             "UOCR_WORKER__RENDER_PROCESSES": os.environ.get("UOCR_WORKER__RENDER_PROCESSES", "2"),
             **served,
+            **_metrics_port(position),
         }
         argv = [*base, "-n", name, "--concurrency", str(gpu_concurrency)]
         argv[argv.index("prefork")] = "threads"
@@ -104,6 +105,12 @@ def node_name(kind: str, host: str, model_version: str | None) -> str:
     if model_version in (None, DEFAULT_MODEL_VERSION):
         return f"{kind}@{host}"
     return f"{kind}-{model_version}@{host}"
+
+
+def _metrics_port(position: int) -> dict[str, str]:
+    """Workers of one host cannot share a port: the Nth card's serves on the base port + N."""
+    base = os.environ.get("UOCR_WORKER__METRICS_PORT")
+    return {"UOCR_WORKER__METRICS_PORT": str(int(base) + position)} if base else {}
 
 
 def run_workers(specs: list[WorkerSpec]) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -36,6 +37,7 @@ from ocr_worker.imaging import (
 )
 from ocr_worker.lease import LeaseKeeper, new_lease_token, release_claim
 from ocr_worker.stage_clock import clock
+from ocr_worker.worker_metrics import WorkerMetrics
 
 log = structlog.get_logger(__name__)
 
@@ -69,6 +71,7 @@ class PageGroupPipeline:
     # The model version this worker serves: it runs only that version's jobs, and every page
     # it records says so (with the engine), in the status and in the results.
     model_version: str = DEFAULT_MODEL_VERSION
+    metrics: WorkerMetrics | None = None
     rasterizer: PageRasterizer = field(init=False)
     # Claims whose release failed (the database was down): given back by the next task here,
     # rather than held until their lease lapses. Token-fenced, so a late release is harmless.
@@ -85,6 +88,7 @@ class PageGroupPipeline:
                 dpi=w.render_dpi,
                 max_side=w.max_render_side,
                 processes=w.render_processes,
+                metrics=self.metrics,
             )
             if w.render_processes
             else None
@@ -102,7 +106,7 @@ class PageGroupPipeline:
             return claimed
         started = time.perf_counter()
         try:
-            with LeaseKeeper(
+            with self._counted(), LeaseKeeper(
                 self.sessions,
                 group_id=claimed.group_id,
                 owner=claimed.lease_token,
@@ -118,6 +122,8 @@ class PageGroupPipeline:
         if not recorded:
             bound.warning("page_group.lease_lost")  # taken over meanwhile; its new owner records
             return "lease_lost"
+        if self.metrics is not None:
+            self.metrics.pages_finished(results)
         self._advance(job_id, group_index)
         bound.info(
             "page_group.finished",
@@ -128,6 +134,9 @@ class PageGroupPipeline:
             stage_totals=clock.totals(),
         )
         return "ran"
+
+    def _counted(self) -> AbstractContextManager[None]:
+        return self.metrics.group_running() if self.metrics is not None else nullcontext()
 
     # -- claim ---------------------------------------------------------------------------------
 

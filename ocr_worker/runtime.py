@@ -20,6 +20,7 @@ from ocr_api.core.storage import ObjectStore, make_object_store
 from ocr_worker.engines.base import OcrEngine
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
+from ocr_worker.worker_metrics import WorkerMetrics
 
 
 @dataclass
@@ -30,6 +31,7 @@ class WorkerRuntime:
     dispatcher: Dispatcher
     http: httpx.Client
     model_version: str = DEFAULT_MODEL_VERSION  # the version served; settings are its own
+    metrics: WorkerMetrics | None = None  # when the worker serves /metrics
     engine: OcrEngine | None = None
     _pipeline: PageGroupPipeline | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)  # task threads share it
@@ -48,6 +50,9 @@ class WorkerRuntime:
                 app, settings.group_time_limit, settings.long_document_pages
             ),
             http=httpx.Client(),
+            metrics=WorkerMetrics(render_processes=settings.worker.render_processes)
+            if settings.worker.metrics_port is not None
+            else None,
         )
 
     @property
@@ -59,6 +64,8 @@ class WorkerRuntime:
     def _build_pipeline(self) -> PageGroupPipeline:
         if self._pipeline is None:
             self.engine = self.engine or make_ocr_engine(self.settings)
+            if self.metrics is not None:
+                self.engine.count_tokens = self.metrics.tokens_generated
             self._pipeline = PageGroupPipeline(
                 sessions=self.sessions,
                 store=self.store,
@@ -67,6 +74,7 @@ class WorkerRuntime:
                 settings=self.settings,
                 worker_id=f"{socket.gethostname()}:{os.getpid()}",
                 model_version=self.model_version,
+                metrics=self.metrics,
             )
         return self._pipeline
 

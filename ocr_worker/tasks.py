@@ -5,6 +5,7 @@ Import this module (``celery -A ocr_worker.tasks``) to get the app with its task
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -29,6 +30,7 @@ from ocr_api.core.settings import get_settings
 from ocr_api.core.transient import TRANSIENT_ERRORS
 from ocr_api.jobs import admission_service
 from ocr_api.webhooks.sender import attempt_delivery
+from ocr_worker import metrics_server
 from ocr_worker.broker_queues import RedisWaitingTasks
 from ocr_worker.orphans import sweep_orphan_objects
 from ocr_worker.reconciler import Reconciler
@@ -84,10 +86,25 @@ def _say(message: str, *_: Any) -> None:
     structlog.get_logger("celery.apps.worker").info(message.strip())
 
 
+@signals.worker_init.connect
+def _serve_metrics(**_: Any) -> None:
+    """In the main process, before the pool forks (and before any metric is built)."""
+    if settings.worker.metrics_port is not None:
+        directory = metrics_server.enable_multiprocess_values()
+        metrics_server.serve_worker_metrics(settings, directory)
+
+
+@signals.worker_shutdown.connect
+def _remove_metrics(**_: Any) -> None:
+    if directory := os.environ.get(metrics_server.MULTIPROC_ENV):
+        metrics_server.remove_values(directory)
+
+
 @signals.worker_process_shutdown.connect
 def _close_runtime(**_: Any) -> None:
     if _Process.runtime is not None:
         _Process.runtime.close()
+    metrics_server.forget_process(os.getpid())
 
 
 @signals.worker_process_init.connect

@@ -142,6 +142,9 @@ class WorkerSettings(_Section):
     # The model version this worker serves (its queues, its engine); unset: models.serve.
     # `uocr worker --model-version NAME` sets it for the worker processes it starts.
     model_version: str | None = None
+    # The worker's own Prometheus metrics (pages, render saturation, tokens, GPU) on this port,
+    # served by the worker's main process for all its children; unset: none served.
+    metrics_port: int | None = Field(None, ge=1, le=65535)
 
 
 class AdmissionSettings(_Section):

@@ -8,6 +8,7 @@ the KV of boundary pages) drop it in ``end_document``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,9 @@ class OcrEngine(ABC):
     name: str
     # Whether the engine reads the context pages; the pipeline skips rendering them otherwise.
     uses_context_pages: bool = False
+    # Told how many tokens each decoded group generated (the worker's tokens/s); engines that
+    # generate no tokens (the CPU engine) never call it.
+    count_tokens: Callable[[int], None] = staticmethod(lambda _count: None)
 
     @abstractmethod
     def run_group(self, group: PageGroupInput) -> list[PageResult]:

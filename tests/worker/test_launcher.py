@@ -45,6 +45,12 @@ def test_chosen_cards_and_no_gpu() -> None:
     assert cpu.node_name == "cpu@h" and "--concurrency 2" in " ".join(cpu.argv)
 
 
+def test_each_card_serves_its_metrics_on_its_own_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UOCR_WORKER__METRICS_PORT", "9400")
+    specs = worker_specs(parse_gpus("1,3", 4), concurrency=1, host="h")
+    assert [s.env["UOCR_WORKER__METRICS_PORT"] for s in specs] == ["9400", "9401"]
+
+
 @pytest.mark.parametrize(("spec", "message"), [("2", "has 2 GPU"), ("x", "--gpus takes")])
 def test_bad_card_lists_are_refused(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

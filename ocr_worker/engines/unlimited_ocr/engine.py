@@ -268,6 +268,7 @@ class UnlimitedOcrEngine(OcrEngine):
     # -- reading the output --------------------------------------------------------------------
 
     def _results(self, group: PageGroupInput, ids: list[int], guard: PageGuard) -> list[PageResult]:
+        self.count_tokens(len(ids))  # every generated token, the end-of-sequence included
         if self.eos_id in ids:
             ids = ids[: ids.index(self.eos_id)]
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
