@@ -12,10 +12,10 @@ eval "$(bash bench/gpu_stack.sh env)"
 CHECKPOINT=${CHECKPOINT:-/tmp/uocr-v1}
 [ -f "$CHECKPOINT/config.json" ] || python3 -m bench.full_checkpoint "$CHECKPOINT"
 python3 -m uocr_cli.main model verify "$CHECKPOINT"
-CONCURRENCY=${CONCURRENCY:-16 64 128}
-python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency $CONCURRENCY \
+# service/bare at 16 and 128 groups per GPU; the service also at 64 (tokens/s as it fills).
+python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BARE:-16 128} \
   --sides bare --out "$OUTDIR"
-python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency $CONCURRENCY \
+python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${SERVICE:-16 64 128} \
   --sides service --kill --out "$OUTDIR"
 cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$OUTDIR/" 2>/dev/null
 bash bench/gpu_stack.sh stop
