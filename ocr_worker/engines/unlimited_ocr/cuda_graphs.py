@@ -5,12 +5,27 @@ once with static input buffers and replayed; padding slots read and write a scra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from ocr_worker.engines.unlimited_ocr.model_runner import BatchRows, ModelRunner
+from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
+
+
+class StepRunner(Protocol):
+    """What the graphs need of the model runner: its pure-tensor decode step."""
+
+    device: torch.device
+    scratch_row: int  # padding slots read and write this pool row
+
+    def step(
+        self,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        generated: torch.Tensor,
+        batch: BatchRows,
+    ) -> torch.Tensor: ...
+
 
 ROW_BUCKET = 128
 
@@ -27,7 +42,7 @@ class _Captured:
 
 
 class CudaGraphSteps:
-    def __init__(self, runner: ModelRunner) -> None:
+    def __init__(self, runner: StepRunner) -> None:
         self.runner = runner
         self.pool = torch.cuda.graph_pool_handle()
         self.captured: dict[tuple[int, int], _Captured] = {}
@@ -63,8 +78,6 @@ class CudaGraphSteps:
         entry.source = batch
 
     def _capture(self, count: int, width: int, *, window: int) -> _Captured:
-        from ocr_worker.engines.unlimited_ocr.model_runner import BatchRows
-
         device = self.runner.device
         static = BatchRows(
             rows=torch.empty(count, width, dtype=torch.long, device=device),

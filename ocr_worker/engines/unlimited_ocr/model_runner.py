@@ -8,31 +8,19 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 import torch
 import torch.nn.functional as F
 
+from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True)
-class BatchRows:
-    """Gather indices for one batch composition: (B, R) pool rows, prefix part first."""
-
-    rows: torch.Tensor
-    prefix_valid: torch.Tensor
-    ring_column: torch.Tensor  # ring slot of each column, -1 in the prefix part
-    ring_rows: torch.Tensor  # (B, window) pool rows of each ring
-    window: int
-    scored: bool
 
 
 class ModelRunner:

@@ -15,15 +15,20 @@ With a budget that covers every block the rows are returned untouched: exactly R
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.sequence import Sequence
 
-if TYPE_CHECKING:
-    from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
+
+class KeyPool(Protocol):
+    """What the selector reads of the model runner: the key pool and block rows."""
+
+    k_pool: torch.Tensor  # (layers, rows, heads, head_dim)
+
+    def rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ class BlockSelector:
 
     def select(
         self,
-        runner: ModelRunner,
+        runner: KeyPool,
         layer: int,
         q: torch.Tensor,
         rows: torch.Tensor,
@@ -96,7 +101,7 @@ class BlockSelector:
         return out_rows, out_valid
 
     def _rows_for(
-        self, runner: ModelRunner, layer: int, q: torch.Tensor, sequence: Sequence
+        self, runner: KeyPool, layer: int, q: torch.Tensor, sequence: Sequence
     ) -> torch.Tensor | None:
         plan = self.plan(sequence)
         if plan is None:
@@ -121,7 +126,7 @@ class BlockSelector:
         return [block for s in always for block in _split(s.blocks, self.block_size)], candidates
 
     def _best(
-        self, runner: ModelRunner, layer: int, q: torch.Tensor, blocks: list[WorkspaceBlocks]
+        self, runner: KeyPool, layer: int, q: torch.Tensor, blocks: list[WorkspaceBlocks]
     ) -> list[WorkspaceBlocks]:
         if len(blocks) <= self.settings.max_blocks:
             return blocks
