@@ -98,7 +98,10 @@ class CudaGraphSteps:
                 self.runner.step(tokens, positions, generated, static)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool), torch.no_grad():
+        # thread_local: the task threads run the vision tower meanwhile; under the default
+        # "global" mode their allocations and syncs would abort this capture.
+        capture = torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local")
+        with capture, torch.no_grad():
             logits = self.runner.step(tokens, positions, generated, static)
         entry = _Captured(graph, tokens, positions, generated, static, logits)
         self.captured[(count, width)] = entry

@@ -8,8 +8,10 @@ pool needed those blocks first: see kept_pages.py).
 
 from __future__ import annotations
 
+import threading
 import time
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
@@ -55,6 +57,8 @@ class UnlimitedOcrEngine(OcrEngine):
         dtype: torch.dtype,
     ) -> None:
         self.model, self.tokenizer, self.device = model, tokenizer, device
+        self._vision_lock = threading.Lock()
+        self._vision_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.options: UnlimitedOcrSettings = settings.unlimited_ocr
         self.overlap = settings.page_group_overlap
         text = model.config.text_config
@@ -132,7 +136,7 @@ class UnlimitedOcrEngine(OcrEngine):
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         started = time.perf_counter()
         self._expire_kept()
-        with clock.timed("vision"), self._vision_stream():
+        with self._vision_turn():
             request = self._request(group)
         finished = self.loop.decode(request)
         if finished.kept:
@@ -218,13 +222,23 @@ class UnlimitedOcrEngine(OcrEngine):
             keep_pages=keep,
         )
 
-    def _vision_stream(self) -> AbstractContextManager[object]:
-        """On the GPU, each task thread runs the vision tower on a stream of its own, so it
-        overlaps the decode loop's steps instead of queueing behind them on the default stream;
-        the thread waits for it, so the embeddings are ready before the loop reads them."""
-        if self.device.type != "cuda":
-            return nullcontext()
-        return _synchronized(torch.cuda.Stream(self.device))
+    @contextmanager
+    def _vision_turn(self) -> Iterator[None]:
+        """One task thread at a time runs the vision tower: on one card they would only queue
+        behind each other, and each would hold its own activations (SAM's global attention over
+        a group's pages takes gigabytes). On the GPU it runs on a stream of its own, so it
+        overlaps the decode loop's steps; the thread waits for it, so the embeddings are ready
+        before the loop reads them."""
+        asked = time.perf_counter()
+        with self._vision_lock:
+            clock.add("vision_wait", time.perf_counter() - asked)
+            with clock.timed("vision"):
+                if self._vision_stream is None:
+                    yield
+                    return
+                with torch.cuda.stream(self._vision_stream):
+                    yield
+                self._vision_stream.synchronize()
 
     def _token_text(self, token: int) -> str:
         return self.token_texts[token] if 0 <= token < len(self.token_texts) else ""
@@ -273,18 +287,6 @@ class UnlimitedOcrEngine(OcrEngine):
             ids = ids[: ids.index(self.eos_id)]
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
         return page_results(group, text, guard, engine=self.name)
-
-
-class _synchronized:
-    def __init__(self, stream: torch.cuda.Stream) -> None:
-        self.stream, self.inner = stream, torch.cuda.stream(stream)
-
-    def __enter__(self) -> None:
-        self.inner.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        self.inner.__exit__(*exc)
-        self.stream.synchronize()
 
 
 def _selector(options: UnlimitedOcrSettings, model, block_size: int) -> BlockSelector | None:  # type: ignore[no-untyped-def]
