@@ -1,6 +1,7 @@
 """The regression set of ``uocr eval``, built from real public documents.
 
     .venv/bin/python -m bench.accuracy.eval_set OUTDIR [--ci]
+    .venv/bin/python -m bench.accuracy.eval_set --fetch     # only the sources (.ci/setup)
 
 Pages of manuals shipped in Debian packages (fetched like the accuracy suite's, into
 .ci-state/accuracy), "scanned" by ``scan.py`` (seeded: the same pages always make the same set)
@@ -98,10 +99,16 @@ def _entry(source: SourceDocument) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("out_dir", type=Path, nargs="?")
     parser.add_argument("--ci", action="store_true", help="the CI subset (5 pages)")
+    parser.add_argument("--fetch", action="store_true", help="fetch the sources, build nothing")
     args = parser.parse_args()
-    print(build(args.out_dir, ci=args.ci))
+    if args.fetch:
+        fetch(documents(ci=False))
+    elif args.out_dir is None:
+        parser.error("OUTDIR is required (or --fetch)")
+    else:
+        print(build(args.out_dir, ci=args.ci))
 
 
 if __name__ == "__main__":
