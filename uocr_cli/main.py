@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from uocr_cli import admin, audit, client_commands, model, run, serve, webhooks
+from uocr_cli import admin, audit, client_commands, evaluate, model, run, serve, webhooks
 from uocr_cli.errors import CliError, describe_failure
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -41,6 +41,7 @@ def main(debug: bool) -> None:
 
 for command in (
     run.run,
+    evaluate.eval_command,
     serve.api,
     serve.worker,
     serve.beat,

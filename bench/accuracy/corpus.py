@@ -184,13 +184,13 @@ def _download_and_unpack(package: str, tmp: Path) -> Path:
     return tmp / "x"
 
 
-def _check_not_held_out(documents: tuple[SourceDocument, ...]) -> None:
+def check_not_held_out(documents: tuple[SourceDocument, ...]) -> None:
     for doc in documents:
         if any(name.lower() in doc.member.lower() for name in HELD_OUT):
             raise ValueError(f"{doc.member} is held out for an independent check")
 
 
-_check_not_held_out(CI_DOCUMENTS + EXTRA_DOCUMENTS)
+check_not_held_out(CI_DOCUMENTS + EXTRA_DOCUMENTS)
 
 if __name__ == "__main__":  # python -m bench.accuracy.corpus [--extras]
     fetch(CI_DOCUMENTS + (EXTRA_DOCUMENTS if "--extras" in sys.argv else ()))

@@ -18,15 +18,15 @@ import pymupdf
 
 from bench.accuracy.corpus import SourceDocument
 from bench.accuracy.scan import scan_document
-from bench.accuracy.scoring import (
+from ocr_api.core.settings import Settings
+from ocr_api.core.storage import LocalObjectStore
+from ocr_worker.accuracy.scoring import (
     PageScore,
     document_cer,
     page_order_ok,
     reference_text,
     score_page,
 )
-from ocr_api.core.settings import Settings
-from ocr_api.core.storage import LocalObjectStore
 from ocr_worker.embedded import run_document
 from ocr_worker.imaging import PageRasterizer
 

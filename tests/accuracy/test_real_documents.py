@@ -15,9 +15,9 @@ import pytest
 
 from bench.accuracy.corpus import CI_DOCUMENTS, STATE_DIR
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
-from bench.accuracy.scoring import bag_error
 from bench.accuracy_bench import overall, table
 from ocr_api.core.settings import Settings
+from ocr_worker.accuracy.scoring import bag_error
 
 pytestmark = pytest.mark.accuracy
 

@@ -1,8 +1,9 @@
-"""The scoring rules of the real-document suite (bench/accuracy/scoring.py)."""
+"""The scoring rules (ocr_worker/accuracy/scoring.py), shared by the real-document suite,
+`uocr eval` and the benchmarks."""
 
 from __future__ import annotations
 
-from bench.accuracy.scoring import (
+from ocr_worker.accuracy.scoring import (
     PageScore,
     cer,
     document_cer,
