@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from bench.full_checkpoint import randomize
 from ocr_api.core.page_groups import PageGroupPlanner
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
@@ -52,17 +53,7 @@ def build_model(tiny: bool, device: torch.device, dtype: torch.dtype):  # type: 
     # computed, not left as whatever memory to_empty found.
     with torch.device(device):
         model = UnlimitedOcrForConditionalGeneration._from_config(config, dtype=dtype)
-    generator = torch.Generator(device=device).manual_seed(0)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" in name and name.endswith("weight") and param.dim() == 1:
-                param.fill_(1.0)
-            elif name.endswith("mlp.gate.weight"):  # near-uniform router: balanced experts
-                param.normal_(0, 0.002, generator=generator)
-            elif "embed_tokens" in name:
-                param.normal_(0, 1.0, generator=generator)
-            else:
-                param.normal_(0, 0.02, generator=generator)
+    randomize(model, torch.Generator(device=device).manual_seed(0))
     return model.eval()
 
 

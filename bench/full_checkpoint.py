@@ -64,6 +64,38 @@ def write_tokenizer(path: Path, vocab_size: int, image_token: int) -> None:
     assert loaded.token_to_id("<image>") == image_token
 
 
+def official_config(config: Any) -> dict[str, Any]:
+    """``config.json`` as the official repository writes it (hyphenated model type, the text
+    config under ``language_config``, ``first_k_dense_replace`` instead of layer types)."""
+    text = config.text_config
+    return {
+        "model_type": "unlimited-ocr",
+        "architectures": ["UnlimitedOCRForCausalLM"],
+        "language_config": {
+            **{field: getattr(text, field) for field in OFFICIAL_TEXT_FIELDS},
+            "first_k_dense_replace": text.mlp_layer_types.index("sparse"),
+        },
+        "sliding_window": text.sliding_window,
+        "image_token_id": config.image_token_id,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def randomize(model: Any, generator: torch.Generator) -> None:
+    """Random weights with a realistic load: unit norms, embeddings at std 1 (as trained
+    ones are), near-uniform routers so every expert is used, the rest at std 0.02."""
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name and name.endswith("weight") and param.dim() == 1:
+                param.fill_(1.0)
+            elif name.endswith("mlp.gate.weight"):  # near-uniform router: balanced experts
+                param.normal_(0, 0.002, generator=generator)
+            elif "embed_tokens" in name:
+                param.normal_(0, 1.0, generator=generator)
+            else:
+                param.normal_(0, 0.02, generator=generator)
+
+
 def write_full_checkpoint(path: Path, *, seed: int = 0) -> Path:
     from transformers.models.unlimited_ocr import (
         UnlimitedOcrConfig,
@@ -75,31 +107,10 @@ def write_full_checkpoint(path: Path, *, seed: int = 0) -> Path:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     with torch.device(device):  # built on the card: seconds, not minutes
         model = UnlimitedOcrForConditionalGeneration._from_config(config, dtype=torch.bfloat16)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" in name and name.endswith("weight") and param.dim() == 1:
-                param.fill_(1.0)
-            elif name.endswith("mlp.gate.weight"):  # near-uniform router: balanced experts
-                param.normal_(0, 0.002, generator=generator)
-            elif "embed_tokens" in name:
-                param.normal_(0, 1.0, generator=generator)
-            else:
-                param.normal_(0, 0.02, generator=generator)
+    randomize(model, torch.Generator(device=device).manual_seed(seed))
     model.save_pretrained(path)
+    (path / "config.json").write_text(json.dumps(official_config(config), indent=1))
     text: Any = config.text_config
-    official = {
-        "model_type": "unlimited-ocr",
-        "architectures": ["UnlimitedOCRForCausalLM"],
-        "language_config": {
-            **{field: getattr(text, field) for field in OFFICIAL_TEXT_FIELDS},
-            "first_k_dense_replace": text.mlp_layer_types.index("sparse"),
-        },
-        "sliding_window": text.sliding_window,
-        "image_token_id": config.image_token_id,
-        "torch_dtype": "bfloat16",
-    }
-    (path / "config.json").write_text(json.dumps(official, indent=1))
     write_tokenizer(path, text.vocab_size, config.image_token_id)
     write_manifest(path)
     return path
