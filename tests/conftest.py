@@ -3,6 +3,7 @@ own fresh database, bucket and Redis database, so runs never see each other's da
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import uuid
@@ -60,9 +61,20 @@ def fresh_redis_url(service_urls: ServiceUrls) -> str:
     deployments live at once (the session's stack outlives a test's own workers), and one on a
     shared database would take the other's page-group tasks, find no such job and drop them."""
     index = next(_redis_databases)
-    if index > 15:
-        raise RuntimeError("Redis has 16 databases: too many deployments in one test session")
+    available = _redis_database_count(service_urls.redis)
+    if index >= available:
+        raise RuntimeError(
+            f"Redis has {available} databases: too many deployments in one test session "
+            "(.ci/services starts it with 256)"
+        )
     return f"{service_urls.redis}/{index}"
+
+
+@functools.cache
+def _redis_database_count(url: str) -> int:
+    import redis
+
+    return int(str(redis.Redis.from_url(url).config_get("databases")["databases"]))
 
 
 @dataclass
