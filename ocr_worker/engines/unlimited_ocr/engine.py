@@ -30,11 +30,12 @@ from ocr_worker.engines.unlimited_ocr.page_guard import PAGE_MARKER, PREAMBLE_BU
 from ocr_worker.engines.unlimited_ocr.preprocess import gundam_views, page_tensor
 from ocr_worker.engines.unlimited_ocr.scheduler import (
     DecodeRequest,
+    Finished,
     NewSegment,
     Scheduler,
     free_segments,
 )
-from ocr_worker.engines.unlimited_ocr.sections import page_results
+from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids, page_results
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
 from ocr_worker.stage_clock import clock
@@ -140,8 +141,10 @@ class UnlimitedOcrEngine(OcrEngine):
             request = self._request(group)
         finished = self.loop.decode(request)
         if finished.kept:
-            self._release(self.kept.put(group.job_id, finished.kept))
-        results = self._results(group, finished.sequence.generated, finished.sequence.guard)
+            self._keep(group.job_id, finished, len(request.keep_pages))
+        generated = finished.sequence.generated
+        self.count_tokens(len(generated) - len(request.already_generated))  # those decoded
+        results = self._results(group, generated, finished.sequence.guard)
         elapsed = int((time.perf_counter() - started) * 1000 / max(1, len(results)))
         for result in results:
             result.duration_ms = elapsed
@@ -156,6 +159,14 @@ class UnlimitedOcrEngine(OcrEngine):
                 gpu_reserved_bytes=torch.cuda.memory_reserved(self.device),
                 gpu_allocated_bytes=torch.cuda.memory_allocated(self.device),
             )
+
+    def _keep(self, job_id: str, finished: Finished, pages_kept: int) -> None:
+        """The boundary pages' KV, and what this group wrote for them, wait for the next group."""
+        sequence = finished.sequence
+        section_ids = kept_section_ids(
+            sequence.generated, sequence.guard, pages_kept=pages_kept, marker_ids=self.marker_ids
+        )
+        self._release(self.kept.put(job_id, finished.kept, section_ids))
 
     def _release(self, kept: KeptPages | None) -> None:
         if kept is not None:
@@ -192,8 +203,10 @@ class UnlimitedOcrEngine(OcrEngine):
         gundam = pages == 1 and not keep and self.options.gundam
         reused: list[Segment] = []
         new: list[NewSegment] = []
+        written: tuple[int, ...] = ()  # the context pages' output, as the previous group wrote it
         if kept is not None and kept.page_nos == context_nos:
             reused = kept.segments  # BOS + the boundary pages, already in the pool
+            written = kept.section_ids if self.options.reuse_boundary_section else ()
         else:
             self._release(kept)
             new.append(NewSegment("bos", self._embed([self.bos_id])))
@@ -213,13 +226,15 @@ class UnlimitedOcrEngine(OcrEngine):
             window=128 if pages == 1 else 1024,
         )
         guard.seed(prompt_ids)
+        budget = self._new_token_budget(pages, reused, new)
         return DecodeRequest(
             f"{group.job_id}:{group.group_index}",
             reused,
             new,
             guard,
-            max_new_tokens=self._new_token_budget(pages, reused, new),
+            max_new_tokens=budget,
             keep_pages=keep,
+            already_generated=written if len(written) < budget else (),
         )
 
     @contextmanager
@@ -282,7 +297,6 @@ class UnlimitedOcrEngine(OcrEngine):
     # -- reading the output --------------------------------------------------------------------
 
     def _results(self, group: PageGroupInput, ids: list[int], guard: PageGuard) -> list[PageResult]:
-        self.count_tokens(len(ids))  # every generated token, the end-of-sequence included
         if self.eos_id in ids:
             ids = ids[: ids.index(self.eos_id)]
         text = self.tokenizer.decode(ids, skip_special_tokens=False)

@@ -21,6 +21,9 @@ class KeptPages:
     page_nos: tuple[int, ...]
     segments: list[Segment]  # BOS + the boundary pages, in the pool
     since: float  # monotonic time kept
+    # The output the previous group wrote for these pages (sections.kept_section_ids): the next
+    # group is fed it instead of decoding these pages again; empty: it decodes them.
+    section_ids: tuple[int, ...] = ()
 
 
 class KeptPagesCache:
@@ -29,12 +32,17 @@ class KeptPagesCache:
         self._by_job: dict[str, KeptPages] = {}  # insertion order = age
         self._lock = threading.Lock()
 
-    def put(self, job_id: str, segments: list[Segment]) -> KeptPages | None:
-        """Keep ``segments`` for the job's next group; returns what the job kept before."""
+    def put(
+        self, job_id: str, segments: list[Segment], section_ids: tuple[int, ...] = ()
+    ) -> KeptPages | None:
+        """Keep ``segments`` (and the output written for their pages) for the job's next
+        group; returns what the job kept before."""
         page_nos = tuple(s.page_no for s in segments if s.kind == "page" and s.page_no is not None)
         with self._lock:
             previous = self._by_job.pop(job_id, None)
-            self._by_job[job_id] = KeptPages(job_id, page_nos, segments, time.monotonic())
+            self._by_job[job_id] = KeptPages(
+                job_id, page_nos, segments, time.monotonic(), section_ids
+            )
         return previous
 
     def take(self, job_id: str) -> KeptPages | None:

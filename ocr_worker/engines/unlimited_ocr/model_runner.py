@@ -125,6 +125,46 @@ class ModelRunner:
         self._batch_cache = None
         return self._logits(x[0, -1:])[0]
 
+    @torch.no_grad()
+    def feed_generated(self, sequence: Sequence, ids: list[int]) -> torch.Tensor:
+        """Teacher-force ``ids`` as the sequence's first generated tokens, in one pass, right
+        after its prefill: each sees the whole prefix and the ``window`` most recent of them,
+        itself included (R-SWA, as decoding them one by one would: SR-SWA's selector is not
+        applied here), at positions after the prefix; their KV lands in the ring slots decode
+        would have written, so the ring ends holding the last ``window``. Returns the logits
+        after the last id (V,)."""
+        count, window = len(ids), sequence.window
+        prefix_rows = torch.cat([self.rows(s.blocks) for s in sequence.segments])
+        first = sequence.next_position
+        cos, sin = self.rotary(torch.arange(first, first + count, device=self.device))
+        index = torch.arange(count, device=self.device)
+        age = index[:, None] - index[None, :]  # (T, T): how far back each fed id is
+        mask = torch.cat(
+            [
+                torch.ones(count, prefix_rows.numel(), dtype=torch.bool, device=self.device),
+                (age >= 0) & (age < window),
+            ],
+            dim=1,
+        )  # (T, P + T)
+        kept = index[-window:]  # earlier ids' slots are overwritten by later ones
+        ring_rows = self.rows(sequence.ring, window)[kept % window]
+        x = self.embed(torch.tensor(ids, device=self.device)).to(self.dtype)[None]  # (1, T, hidden)
+        for layer_index, layer in enumerate(self.layers):
+            q, k, v = self._qkv(layer, x[0], cos, sin)  # (T, H, D) each
+            keys = torch.cat([self.k_pool[layer_index, prefix_rows], k])
+            values = torch.cat([self.v_pool[layer_index, prefix_rows], v])
+            self.k_pool[layer_index, ring_rows] = k[kept]
+            self.v_pool[layer_index, ring_rows] = v[kept]
+            out = F.scaled_dot_product_attention(
+                q.transpose(0, 1)[None],
+                keys.transpose(0, 1)[None],
+                values.transpose(0, 1)[None],
+                attn_mask=mask,
+            )  # (1, H, T, D)
+            x = self._finish_layer(layer, x, out.transpose(1, 2).reshape(1, count, -1))
+        sequence.next_position += count
+        return self._logits(x[0, -1:])[0]
+
     # -- decode -----------------------------------------------------------------------------
 
     @torch.no_grad()

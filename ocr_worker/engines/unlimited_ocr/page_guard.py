@@ -50,6 +50,8 @@ class PageGuard:
     tokens_in_page: int = 0
     flags: dict[int, set[str]] = field(default_factory=dict)
     finished: bool = False
+    observed: int = 0  # ids observed so far (prompt excluded): an index into the output
+    section_starts: list[int] = field(default_factory=list)  # output index of page i's first id
     _tail: str = ""  # the last few decoded characters, to find a marker split across ids
     _preamble: str = ""  # what was written before the first marker
     _forced: list[int] = field(default_factory=list)
@@ -104,6 +106,7 @@ class PageGuard:
             elif wanted in self._repeat_completions():
                 self._flag(LOOP_FLAG)
         self._append(token)
+        self.observed += 1
         self.tokens_in_page += 1
         if token == self.eos_id:
             self.finished = True
@@ -121,6 +124,7 @@ class PageGuard:
             self._flag(PREAMBLE_FLAG)  # text before the first marker: not a page, dropped
         self.page_index += 1
         self.tokens_in_page = 0
+        self.section_starts.append(self.observed)
 
     def _markers_completed_by(self, token: int) -> int:
         """Markers whose last character this token wrote: the tail is shorter than a marker,

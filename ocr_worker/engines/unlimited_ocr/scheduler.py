@@ -37,6 +37,9 @@ class DecodeRequest:
     max_new_tokens: int
     keep_pages: tuple[int, ...] = ()  # page numbers whose KV the next group reuses
     ignore_eos: bool = False  # benchmarks force output lengths
+    # Output already written for the context pages by the document's previous group: fed as if
+    # this sequence had generated it (the guard sees it too), so it is not decoded again.
+    already_generated: tuple[int, ...] = ()
 
 
 @dataclass
@@ -113,6 +116,8 @@ class Scheduler:
             embeds = torch.cat([n.embeds for n in request.new])
             with clock.timed("prefill"):
                 logits = self.runner.prefill(sequence, new, embeds)
+                if request.already_generated:
+                    logits = self._feed(sequence, list(request.already_generated))
                 self.running.append((sequence, request))
                 self._sample(sequence, request, logits)
             clock.add("tokens", 1)
@@ -143,6 +148,15 @@ class Scheduler:
             request.max_new_tokens,
             next_position=position,
         )
+
+    def _feed(self, sequence: Sequence, ids: list[int]) -> torch.Tensor:
+        """Teacher-force ``ids`` as the sequence's first outputs: the guard starts where
+        generating them would have left it (sections open, ids in its n-gram history)."""
+        for token in ids:
+            sequence.guard.observe(token)
+        sequence.generated += ids
+        sequence.wanted += ids
+        return self.runner.feed_generated(sequence, ids)
 
     def _sample(self, sequence: Sequence, request: DecodeRequest, logits: torch.Tensor) -> None:
         self._sample_all([(sequence, request)], logits[None])

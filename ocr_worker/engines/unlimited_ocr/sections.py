@@ -11,7 +11,11 @@ from __future__ import annotations
 from ocr_api.core.contracts import PageResult
 from ocr_worker.engines.base import PageGroupInput
 from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
-from ocr_worker.engines.unlimited_ocr.page_guard import PAGE_MARKER, PageGuard
+from ocr_worker.engines.unlimited_ocr.page_guard import (
+    EXTRA_SECTIONS_FLAG,
+    PAGE_MARKER,
+    PageGuard,
+)
 
 EMPTY_FLAG = "empty_page"  # the model wrote nothing for this page (blank, or skipped)
 
@@ -61,3 +65,29 @@ def page_results(
             )
         )
     return results
+
+
+def kept_section_ids(
+    generated: list[int], guard: PageGuard, *, pages_kept: int, marker_ids: tuple[int, ...]
+) -> tuple[int, ...]:
+    """What the output wrote for the last ``pages_kept`` pages (the boundary pages a next group
+    reads as context), as the ids the next group is fed instead of decoding them again:
+    ``marker_ids`` (the marker spelled as the tokenizer does, since the next group's output
+    opens with it) then the sections as written, the markers between them included, EOS
+    excluded. Empty, so the next group decodes them again, unless the output ended cleanly:
+    every page's section opened and EOS closed the last one (a cut-off output, or one with a
+    stray extra section, is not a section worth keeping)."""
+    last = guard.num_pages - 1
+    clean = (
+        guard.framed
+        and 0 < pages_kept <= guard.num_pages
+        and guard.finished
+        and bool(generated)
+        and generated[-1] == guard.eos_id
+        and len(guard.section_starts) == guard.num_pages
+        and EXTRA_SECTIONS_FLAG not in guard.flags.get(last, set())
+    )
+    if not clean:
+        return ()
+    start = guard.section_starts[guard.num_pages - pages_kept]
+    return (*marker_ids, *generated[start:-1])

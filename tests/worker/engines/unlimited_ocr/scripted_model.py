@@ -39,7 +39,7 @@ class ScriptedModel:
         self.engine, self.scripts = engine, scripts
         self.tokenizer = engine.tokenizer
         runner = engine.loop.scheduler.runner
-        prefill, decode = runner.prefill, runner.decode
+        prefill, decode, feed = runner.prefill, runner.decode, runner.feed_generated
         self.vocab = runner.lm_head.out_features
 
         def scripted_prefill(sequence, new, embeds):  # type: ignore[no-untyped-def]
@@ -48,7 +48,11 @@ class ScriptedModel:
         def scripted_decode(sequences):  # type: ignore[no-untyped-def]
             return self._logits(sequences, decode(sequences))
 
+        def scripted_feed(sequence, ids):  # type: ignore[no-untyped-def]
+            return self._logits([sequence], feed(sequence, ids)[None])[0]
+
         runner.prefill, runner.decode = scripted_prefill, scripted_decode  # type: ignore[method-assign]
+        runner.feed_generated = scripted_feed  # type: ignore[method-assign]
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
