@@ -248,3 +248,44 @@ def test_a_group_beyond_the_models_positions_is_refused_alone(model) -> None:  #
     assert _outputs(scheduler.run_one(_request(model, "ok", [1], [5], 20)))["ok"] == (
         _reference(model, [1], [5], 20)
     )
+
+
+@pytest.mark.parametrize("fed", [5, 3 * WINDOW - 1])  # inside the ring; past its third wrap
+def test_ids_fed_as_already_generated_continue_exactly_as_if_decoded(model, fed: int) -> None:  # type: ignore[no-untyped-def]
+    """The boundary page's section, fed to the next group instead of being decoded again:
+    when the feed is what the model would have written, everything after it is the same."""
+    steps = 3 * WINDOW + 6
+    decoded = _scheduler(model)
+    (whole,) = decoded.run_one(_request(model, "a", [1, 2], [5, 6], steps))
+    assert whole.sequence.generated == _reference(model, [1, 2], [5, 6], steps)
+    shortcut = _scheduler(model)
+    request = _request(model, "a", [1, 2], [5, 6], steps)
+    request.already_generated = tuple(whole.sequence.generated[:fed])
+    (resumed,) = shortcut.run_one(request)
+    assert resumed.sequence.generated == whole.sequence.generated
+    # One token comes from the prefill (or the feed) and one from each step after it.
+    assert decoded.steps == steps - 1 and shortcut.steps == steps - fed - 1
+    assert shortcut.workspace.num_used == 0  # the ring and the prefix went back to the pool
+
+
+def test_the_ring_holds_the_fed_ids_kv_as_r_swa_computes_it(model) -> None:  # type: ignore[no-untyped-def]
+    """Greedy ids hide small errors on tiny weights: check the values left in the ring (every
+    layer) against the reference's R-SWA forward over prefix + fed ids."""
+    fed = 3 * WINDOW - 1
+    prefix = torch.cat([_tokens(model, [0]), _page(1), _page(2), _tokens(model, [5, 6])])
+    ids = _reference(model, [1, 2], [5, 6], fed)
+    scheduler = _scheduler(model)
+    request = _request(model, "a", [1, 2], [5, 6], fed + 1)  # done at admission: no step
+    request.already_generated = tuple(ids)
+    (done,) = scheduler.run_one(request)
+    assert scheduler.steps == 0 and done.sequence.generated[:fed] == ids
+    rows = torch.cat([prefix, _tokens(model, ids)])
+    with torch.no_grad():
+        _, _, values = reference.forward(
+            model, rows, torch.arange(rows.shape[0]), prefix.shape[0], WINDOW
+        )
+    ring = scheduler.runner.rows(done.sequence.ring, WINDOW)
+    last = torch.arange(fed - WINDOW, fed)  # the ring keeps the window most recent
+    for layer, expected in enumerate(values):
+        stored = scheduler.runner.v_pool[layer, ring[last % WINDOW]]
+        torch.testing.assert_close(stored, expected[prefix.shape[0] + last], rtol=1e-4, atol=1e-5)
