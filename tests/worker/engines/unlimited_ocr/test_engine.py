@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +16,8 @@ from ocr_worker.engines.base import PageGroupInput, PageImage
 from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
 from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
 from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG
+from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, Finished
+from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
 
 BUDGET = 6
@@ -26,7 +30,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _engine(path: Path, workspace_gb: float = 0.001, **options: int) -> UnlimitedOcrEngine:
+def _engine(path: Path, workspace_gb: float = 0.001, **options: Any) -> UnlimitedOcrEngine:
     settings = load_settings(
         engine="unlimited_ocr",
         model_path=path,
@@ -126,3 +130,86 @@ def test_the_stage_clock_accounts_each_stage_and_every_decoded_token(checkpoint:
     assert all(grown[stage] > 0 for stage in ("vision", "prefill", "decode", "idle"))
     generated = engine.loop.scheduler.steps  # one token per decode step (one sequence) + prefill
     assert grown["tokens"] == generated + 1
+
+
+DOCUMENT = [  # three groups of three pages, each later one opening with its boundary page
+    PageGroupInput("doc", 0, [], [_page(1), _page(2), _page(3)], False),
+    PageGroupInput("doc", 1, [_page(3)], [_page(4), _page(5)], False),
+    PageGroupInput("doc", 2, [_page(5)], [_page(6), _page(7)], True),
+]
+
+
+@dataclass
+class Run:
+    request: DecodeRequest
+    finished: Finished
+    steps: int  # decode steps while it ran (alone)
+
+    @property
+    def generated(self) -> list[int]:
+        return self.finished.sequence.generated
+
+
+def _recording(engine: UnlimitedOcrEngine) -> list[Run]:
+    """Every request ``engine`` decodes, run one at a time, and what came of it."""
+    runs: list[Run] = []
+    decode, scheduler = engine.loop.decode, engine.loop.scheduler
+
+    def recorded(request: DecodeRequest) -> Finished:
+        before = scheduler.steps
+        finished = decode(request)
+        runs.append(Run(request, finished, scheduler.steps - before))
+        return finished
+
+    engine.loop.decode = recorded  # type: ignore[method-assign]
+    return runs
+
+
+def _timeless(results: list[PageResult]) -> list[PageResult]:
+    return [r.model_copy(update={"duration_ms": 0}) for r in results]
+
+
+def test_the_boundary_page_is_fed_not_decoded_again(checkpoint: Path) -> None:
+    """A 3-group document on the tiny weights, the boundary page decoded again (today's way)
+    and fed from the previous group's output. Fed exactly what the model writes when it
+    decodes the page again, the next group's every id is the same; fed the previous group's
+    own section, it takes fewer decode steps and still reads every page."""
+    again = _engine(checkpoint, reuse_boundary_section=False)
+    decoded = _recording(again)
+    results_again = [_timeless(again.run_group(group)) for group in DOCUMENT]
+    assert all(not run.request.already_generated for run in decoded)
+
+    fed = _engine(checkpoint)
+    runs = _recording(fed)
+    assert _timeless(fed.run_group(DOCUMENT[0])) == results_again[0]
+    first = decoded[0].finished.sequence
+    kept = fed.kept._by_job["doc"]
+    boundary_opened = first.guard.section_starts[2]  # page 3's section, then EOS
+    assert kept.section_ids == (*fed.marker_ids, *first.generated[boundary_opened:-1])
+    # What the model writes for page 3 when it decodes it again in group 1: everything before
+    # the marker that opens page 4 (the guard forced that marker, so it is spelled as ours).
+    redecoded = decoded[1].finished.sequence
+    page_4_opened = redecoded.guard.section_starts[1]
+    page_4_marker = page_4_opened - len(fed.marker_ids)
+    assert tuple(redecoded.generated[page_4_marker:page_4_opened]) == fed.marker_ids
+    kept.section_ids = tuple(redecoded.generated[:page_4_marker])
+    assert _timeless(fed.run_group(DOCUMENT[1])) == results_again[1]
+    assert runs[1].generated == redecoded.generated
+    assert runs[1].steps == decoded[1].steps - page_4_marker
+
+    # Group 2 is fed group 1's own section for page 5, as the engine keeps it.
+    results = fed.run_group(DOCUMENT[2])
+    assert [r.page for r in results] == [6, 7] and all(r.status == "succeeded" for r in results)
+    assert runs[2].request.already_generated == kept_section_ids(
+        runs[1].generated, runs[1].finished.sequence.guard, pages_kept=1, marker_ids=fed.marker_ids
+    )
+    for run in runs:  # one id from the prefill (or the feed), then one per step
+        assert run.steps == len(run.generated) - len(run.request.already_generated) - 1
+    print(
+        "decode steps for 3 groups:",
+        [r.steps for r in decoded],
+        "decoding the boundary page again,",
+        [r.steps for r in runs],
+        "fed",
+    )
+    assert runs[2].steps < decoded[2].steps
