@@ -48,14 +48,19 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny-scripted"))
 
 
-def _engine(path: Path, scripts: dict[str, Script]) -> UnlimitedOcrEngine:
+def _engine(path: Path, scripts: dict[str, Script], reuse: bool = True) -> UnlimitedOcrEngine:
     settings = load_settings(
         engine="unlimited_ocr",
         model_path=path,
         page_group_size=3,
         page_group_overlap=1,
         visual_cache_workspace_gb=0.01,
-        unlimited_ocr={"max_tokens_per_page": BUDGET, "block_size": 4, "tile_size": 64},
+        unlimited_ocr={
+            "max_tokens_per_page": BUDGET,
+            "block_size": 4,
+            "tile_size": 64,
+            "reuse_boundary_section": reuse,
+        },
     )
     engine = UnlimitedOcrEngine.from_settings(settings)
     ScriptedModel(engine, scripts)
@@ -78,7 +83,8 @@ def _flags(results: list[PageResult]) -> dict[int, list[str]]:
 def test_each_page_gets_its_own_section_in_a_first_and_a_later_group(checkpoint: Path) -> None:
     scripts = {
         "doc:0": Script([PAGE_1, PAGE_2, PAGE_3]),
-        # The later group decodes its context page (3) again, then pages 4 and 5.
+        # The later group is fed what group 0 wrote for its context page (3), as the model
+        # would write it again, then writes pages 4 and 5.
         "doc:1": Script([PAGE_3, PAGE_4, PAGE_5]),
     }
     engine = _engine(checkpoint, scripts)
@@ -96,6 +102,43 @@ def test_each_page_gets_its_own_section_in_a_first_and_a_later_group(checkpoint:
     assert _texts(second) == {4: "The package manager installs software.", 5: "32"}
     assert [b.label for b in second[1].blocks] == ["page_number"]
     assert _flags(second) == {4: [], 5: []}
+
+
+def test_a_document_reads_the_same_with_its_boundary_pages_fed_in_fewer_steps(
+    checkpoint: Path,
+) -> None:
+    """Three groups whose model writes each boundary page's section again word for word: fed
+    that section instead, the output ids are the same and each later group saves one decode
+    step per id of it (the marker and page 3's or page 5's text)."""
+    scripts = {
+        "doc:0": Script([PAGE_1, PAGE_2, PAGE_3]),
+        "doc:1": Script([PAGE_3, PAGE_4, PAGE_5]),
+        "doc:2": Script([PAGE_5, PAGE_2, PAGE_1]),
+    }
+    groups = [
+        PageGroupInput("doc", 0, [], [_page(1), _page(2), _page(3)], False),
+        PageGroupInput("doc", 1, [_page(3)], [_page(4), _page(5)], False),
+        PageGroupInput("doc", 2, [_page(5)], [_page(6), _page(7)], True),
+    ]
+    outputs, steps = {}, {}
+    for reuse in (False, True):
+        engine = _engine(checkpoint, scripts, reuse=reuse)
+        outputs[reuse] = [_texts(engine.run_group(group)) for group in groups]
+        steps[reuse] = engine.loop.scheduler.steps
+    assert outputs[True] == outputs[False]
+    assert outputs[True][2] == {
+        6: "Advanced Template and Styles\n<table><tr><td>Q1</td><td>10</td></tr></table>",
+        7: "Annual Report\nRevenue grew in every quarter.",
+    }
+    marker = len(engine.marker_ids)
+    section_ids = sum(
+        len(engine.tokenizer.encode(page, add_special_tokens=False).ids)
+        for page in (PAGE_3, PAGE_5)
+    )
+    print(
+        f"decode steps, 3 groups: {steps[False]} decoding boundary pages again, {steps[True]} fed"
+    )
+    assert steps[False] - steps[True] == 2 * marker + section_ids
 
 
 def test_a_looping_page_is_cut_at_its_budget_and_the_next_page_keeps_its_own_text(
