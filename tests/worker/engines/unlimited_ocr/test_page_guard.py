@@ -13,6 +13,7 @@ from ocr_worker.engines.unlimited_ocr.page_guard import (
     PREAMBLE_FLAG,
     PageGuard,
 )
+from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids
 
 EOS = 1
 # "<PAGE>" as one id (9), or spelled "<" (10) "PAGE" (11) ">" (12), or ">\n" (13) at the end.
@@ -118,3 +119,24 @@ def test_ngrams_older_than_the_window_are_forgotten() -> None:
     guard.seed([5, 6, 7])
     _feed(guard, [*MARK, 10, 11, 12, 5, 6])
     assert 7 not in guard.banned()
+
+
+def _kept(guard: PageGuard, output: list[int], pages_kept: int = 1) -> tuple[int, ...]:
+    _feed(guard, output)
+    return kept_section_ids(output, guard, pages_kept=pages_kept, marker_ids=MARK)
+
+
+def test_the_boundary_pages_sections_are_kept_as_written_with_the_marker_first() -> None:
+    output = [*MARK, 20, *MARK, 21, 22, *SPELLED, 23, 24, EOS]
+    assert _kept(_guard(), output) == (*MARK, 23, 24)  # the marker spelled as ours, no EOS
+    assert _kept(_guard(), output, pages_kept=2) == (*MARK, 21, 22, *SPELLED, 23, 24)
+
+
+def test_no_section_is_kept_from_an_output_that_did_not_end_cleanly() -> None:
+    cut_off = [*MARK, 20, *MARK, 21, *MARK, 23]  # the token budget ran out: no EOS
+    assert _kept(_guard(), cut_off) == ()
+    two_sections = [*MARK, 20, *MARK, EOS]  # three pages, two sections (EOS forced by a test)
+    assert _kept(_guard(), two_sections) == ()
+    extra = [*MARK, 20, *MARK, 21, *MARK, 22, *MARK, EOS]  # a fourth section for three pages
+    assert _kept(_guard(), extra) == ()
+    assert _kept(_guard(num_pages=1, framed=False), [20, 21, EOS]) == ()  # unframed
