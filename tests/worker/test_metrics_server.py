@@ -43,13 +43,13 @@ def _scrape(directory: str) -> str:
 
 
 def test_counts_of_killed_children_stay_and_their_live_gauges_go(multiprocess_dir: str) -> None:
-    fork = multiprocessing.get_context("fork")
+    fork = multiprocessing.get_context("spawn")  # a fork of a threaded pytest can deadlock
     children = []
     for pages in (["succeeded", "failed"], ["failed"]):
         ready = fork.Event()
         child = fork.Process(target=_task_process, args=(pages, ready))
         child.start()
-        assert ready.wait(10)
+        assert ready.wait(60)
         children.append(child)
     living = _scrape(multiprocess_dir)
     assert 'uocr_worker_pages_total{outcome="failed"} 2.0' in living
