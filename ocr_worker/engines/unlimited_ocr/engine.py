@@ -269,8 +269,8 @@ class UnlimitedOcrEngine(OcrEngine):
     def _page_segments(self, pages: list[PageImage]) -> list[NewSegment]:
         if not pages:
             return []
-        pixels = torch.stack([page_tensor(p.pixels, self.image_size) for p in pages])
-        pixels = pixels.to(self.device, self.model.dtype)
+        pixels = torch.stack([page_tensor(p.pixels, self.image_size, self.device) for p in pages])
+        pixels = pixels.to(self.model.dtype)
         features = self.model.model.get_image_features(pixel_values=pixels).pooler_output
         return [
             NewSegment("page", f, page_no=p.page_no) for p, f in zip(pages, features, strict=True)
@@ -278,11 +278,13 @@ class UnlimitedOcrEngine(OcrEngine):
 
     @torch.no_grad()
     def _gundam_segment(self, page: PageImage) -> list[NewSegment]:
-        views = gundam_views(page.pixels, self.image_size, self.options.tile_size)
+        views = gundam_views(
+            page.pixels, self.image_size, self.options.tile_size, device=self.device
+        )
         dtype = self.model.dtype
         features = self.model.model.get_image_features(
-            pixel_values=views.global_view[None].to(self.device, dtype),
-            pixel_values_local=None if views.tiles is None else views.tiles.to(self.device, dtype),
+            pixel_values=views.global_view[None].to(dtype),
+            pixel_values_local=None if views.tiles is None else views.tiles.to(dtype),
             num_local_patches=[0 if views.tiles is None else views.tiles.shape[0]],
             patches_grid=[[views.columns, views.rows]],
         ).pooler_output  # tiles row by row (each row + newline), the global view, separator

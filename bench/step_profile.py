@@ -1,0 +1,180 @@
+"""Where the GPU engine's time goes: one decode step and one vision turn, kernel by kernel.
+
+Full-size v1 with random bf16 weights (as engine_bench). For each batch size the decode step
+runs as the service runs it (CUDA graphs, the scheduler's sampling) under torch's profiler;
+the table gives wall ms per step, the GPU's busy ms per step, kernels per step, and the kernel
+families that take the time. The vision tower is timed on A4 pages at 200 dpi: the
+preprocessing per page (upload and resize on the device, as the engine does it), then the
+tower per page at several batch sizes.
+
+    python -m bench.step_profile --out /tmp/profile.json          # on the GPU
+    python -m bench.step_profile --tiny --batches 1 4 --vision-batches 1 2   # CPU smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from bench.engine_bench import Engine, build_model, sync
+from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
+
+FAMILIES = (  # first match wins; names as cuBLAS, cuDNN, CUTLASS, Triton and ATen spell them
+    ("grouped gemm (experts)", r"grouped|group_gemm"),
+    ("gemm", r"gemm|cutlass|xmma|nvjet|matmul|gemv|cublas"),
+    ("attention", r"fmha|flash|attention|attn"),
+    ("gather / scatter", r"index|gather|scatter"),
+    ("sort / top-k", r"sort|topk|radix|histc|histogram|cumsum|scan"),
+    ("reduce / norm", r"reduce|norm|softmax|mean|sum"),
+    ("copy / cast", r"copy|cast|convert|fill"),
+    ("elementwise", r"elementwise|vectorized|unrolled|pointwise|triton_poi"),
+)
+
+
+def family(name: str) -> str:
+    lowered = name.lower()
+    for label, pattern in FAMILIES:
+        if re.search(pattern, lowered):
+            return label
+    return "other"
+
+
+def kernel_table(prof, steps: int) -> dict:  # type: ignore[no-untyped-def]
+    """Kernels per step: count and µs, by family and the top names."""
+    by_family: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    by_name: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for event in prof.events():
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us = event.device_time_total if hasattr(event, "device_time_total") else event.cuda_time
+        for table, key in ((by_family, family(event.name)), (by_name, event.name[:90])):
+            table[key][0] += 1
+            table[key][1] += us
+    per_step = lambda t: {k: {"count": v[0] / steps, "us": v[1] / steps} for k, v in t.items()}  # noqa: E731
+    names = sorted(per_step(by_name).items(), key=lambda kv: -kv[1]["us"])
+    return {
+        "families": dict(sorted(per_step(by_family).items(), key=lambda kv: -kv[1]["us"])),
+        "top": dict(names[:20]),
+        "kernels_per_step": sum(v[0] for v in by_family.values()) / steps,
+        "gpu_us_per_step": sum(v[1] for v in by_family.values()) / steps,
+    }
+
+
+def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ignore[no-untyped-def]
+    options = SimpleNamespace(
+        workspace_gb=args.workspace_gb,
+        block_size=32,
+        concurrency=batch,
+        group_size=args.pages,
+        no_cuda_graphs=args.no_cuda_graphs,
+    )
+    engine = Engine(model, options, device, dtype, 0)
+    wall_ms = engine.step_ms(batch, args.pages, args.steps)  # admits, warms, times, aborts
+    # The same again under the profiler (a second admission; graphs are already captured).
+    engine.step_ms(batch, args.pages, 3)
+    scheduler = engine.scheduler
+    from bench.engine_bench import free_running_guard, stand_in
+    from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
+
+    text = model.config.text_config
+    for i in range(batch):
+        new = [NewSegment("bos", engine.embed(torch.tensor([0], device=device)))]
+        new += [
+            NewSegment("page", stand_in(273, text.hidden_size, device, dtype, i * 99 + p), page_no=p)
+            for p in range(args.pages)
+        ]
+        scheduler.submit(
+            DecodeRequest(f"p{i}", [], new, free_running_guard(args.pages), 500, ignore_eos=True)
+        )
+    for _ in range(5):
+        scheduler.step()
+    sync(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    steps = 10
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            scheduler.step()
+        sync(device)
+    scheduler.abort_all()
+    table = kernel_table(prof, steps)
+    return {"wall_ms_per_step": wall_ms, **table}
+
+
+def vision_profile(model, args, device) -> dict:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    page = rng.integers(0, 256, size=(2339, 1654, 3), dtype=np.uint8)  # A4 at 200 dpi
+    size = model.config.vision_config.sam_config.image_size
+    page_tensor(page, size, device)  # warm-up
+    sync(device)
+    started = time.perf_counter()
+    tensors = [page_tensor(page, size, device) for _ in range(4)]
+    sync(device)
+    result: dict = {"preprocess_ms_per_page": (time.perf_counter() - started) * 250}
+    for batch in args.vision_batches:
+        pixels = torch.stack([tensors[i % 4] for i in range(batch)]).to(device, model.dtype)
+        with torch.no_grad():
+            model.model.get_image_features(pixel_values=pixels)  # warm-up
+            sync(device)
+            started = time.perf_counter()
+            for _ in range(3):
+                model.model.get_image_features(pixel_values=pixels)
+            sync(device)
+        ms = (time.perf_counter() - started) * 1000 / 3
+        result[f"tower_ms_per_page_batch_{batch}"] = ms / batch
+        print(f"vision batch {batch}: {ms / batch:.1f} ms per page", flush=True)
+        if batch == args.vision_batches[-1] and device.type == "cuda":
+            with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
+                model.model.get_image_features(pixel_values=pixels)
+                sync(device)
+            result["tower_kernels"] = kernel_table(prof, batch)  # per page
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
+    parser.add_argument("--vision-batches", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--pages", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--workspace-gb", type=float, default=24.0)
+    parser.add_argument("--no-cuda-graphs", action="store_true")
+    parser.add_argument("--skip-vision", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    model = build_model(args.tiny, device, dtype)
+    results: dict = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
+    for batch in args.batches:
+        results[f"decode_{batch}"] = row = decode_profile(model, batch, args, device, dtype)
+        print(
+            f"\ndecode step, {batch} sequences: {row['wall_ms_per_step']:.2f} ms wall, "
+            f"{row['gpu_us_per_step'] / 1000:.2f} ms GPU busy, "
+            f"{row['kernels_per_step']:.0f} kernels",
+            flush=True,
+        )
+        for name, cell in row["families"].items():
+            print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
+        for name, cell in list(row["top"].items())[:8]:
+            print(f"    {cell['us']:>9.0f} us {cell['count']:>5.0f}x  {name}")
+    if not args.skip_vision:
+        results["vision"] = vision = vision_profile(model, args, device)
+        print(f"\nvision: preprocess {vision['preprocess_ms_per_page']:.1f} ms per page")
+        for name, cell in vision.get("tower_kernels", {}).get("top", {}).items():
+            print(f"    {cell['us'] / 1000:>8.2f} ms {cell['count']:>5.0f}x  {name}")
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
