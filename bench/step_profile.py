@@ -85,11 +85,11 @@ def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ign
     from bench.engine_bench import free_running_guard, stand_in
     from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
 
-    text = model.config.text_config
+    hidden = model.config.text_config.hidden_size
     for i in range(batch):
         new = [NewSegment("bos", engine.embed(torch.tensor([0], device=device)))]
         new += [
-            NewSegment("page", stand_in(273, text.hidden_size, device, dtype, i * 99 + p), page_no=p)
+            NewSegment("page", stand_in(273, hidden, device, dtype, i * 99 + p), page_no=p)
             for p in range(args.pages)
         ]
         scheduler.submit(

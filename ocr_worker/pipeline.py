@@ -106,11 +106,14 @@ class PageGroupPipeline:
             return claimed
         started = time.perf_counter()
         try:
-            with self._counted(), LeaseKeeper(
-                self.sessions,
-                group_id=claimed.group_id,
-                owner=claimed.lease_token,
-                lease_seconds=self.settings.worker.lease_seconds,
+            with (
+                self._counted(),
+                LeaseKeeper(
+                    self.sessions,
+                    group_id=claimed.group_id,
+                    owner=claimed.lease_token,
+                    lease_seconds=self.settings.worker.lease_seconds,
+                ),
             ):
                 results = self._decode(job_id, claimed)
                 with clock.timed("store"):

@@ -100,6 +100,7 @@ class UnlimitedOcrSettings(_Section):
     tile_size: int = Field(640, ge=16)
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
     cuda_graphs: bool = True  # replay the decode step as a CUDA graph (GPU only)
+    fused_kernels: bool = True  # our Triton kernels for the decode step (GPU only)
     kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group
     # A group whose boundary page's KV is reused here is fed that page's section as the previous
     # group wrote it, instead of decoding it again; off: the section is decoded (and skipped).

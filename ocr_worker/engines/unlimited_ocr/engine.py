@@ -90,6 +90,7 @@ class UnlimitedOcrEngine(OcrEngine):
             dtype=dtype,
             selector=selector,
             cuda_graphs=self.options.cuda_graphs,
+            fused_kernels=self.options.fused_kernels and device.type == "cuda",
         )
         log.info(
             "engine.workspace_initialised",

@@ -8,7 +8,7 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import torch
@@ -19,6 +19,9 @@ from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
+
+if TYPE_CHECKING:
+    from ocr_worker.engines.unlimited_ocr.fused_step import FusedStep
 
 log = structlog.get_logger(__name__)
 
@@ -34,6 +37,7 @@ class ModelRunner:
         dtype: torch.dtype,
         selector: BlockSelector | None = None,
         cuda_graphs: bool = False,
+        fused_kernels: bool = False,
     ) -> None:
         text = model.model.language_model
         config = text.config
@@ -54,6 +58,13 @@ class ModelRunner:
         self.prefill_rows_computed = 0  # prefill work, counted for tests and benchmarks
         self._batch_cache: tuple[tuple[tuple[int, int], ...], BatchRows] | None = None
         self.graphs = CudaGraphSteps(self) if cuda_graphs and device.type == "cuda" else None
+        # Our Triton kernels for the decode step (fused_step.py); Triton needs the GPU, or its
+        # interpreter (TRITON_INTERPRET=1), which the tests use on the CPU.
+        self.fused: FusedStep | None = None
+        if fused_kernels:
+            from ocr_worker.engines.unlimited_ocr.fused_step import FusedStep
+
+            self.fused = FusedStep(self.layers, self.norm, self.lm_head)
 
     # -- rows and rotary --------------------------------------------------------------------
 
@@ -207,6 +218,17 @@ class ModelRunner:
             & (batch.ring_column < generated.clamp(max=batch.window)[:, None])
         )  # (B, R)
         cos, sin = self.rotary(positions)
+        if self.fused is not None and not batch.scored:
+            x = self.embed(tokens).to(self.dtype)
+            try:
+                return self.fused(
+                    x, cos, sin, self.k_pool, self.v_pool, write_rows, batch.rows, valid
+                )
+            except Exception as error:  # a Triton build or launch failure: torch's ops still work
+                if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+                    raise
+                log.warning("fused_kernels.disabled", error=str(error)[:300])
+                self.fused = None  # the torch ops below rewrite whatever rows it wrote
         x = self.embed(tokens).to(self.dtype)[:, None]  # (B, 1, hidden)
         for index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x[:, 0], cos, sin)  # (B, H, D)

@@ -1,0 +1,61 @@
+"""The decode step through our Triton kernels: the same arithmetic as ModelRunner.step's torch
+ops (the reference, used on the CPU and for SR-SWA's scored batches), in a third as many
+kernels, and with attention reading the block pool in place (triton_kernels.py says why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
+
+
+class FusedStep:
+    def __init__(self, layers: Any, norm: Any, lm_head: Any) -> None:
+        self.layers, self.norm, self.lm_head = layers, norm, lm_head
+        # q, k and v in one projection: one GEMM per layer instead of three.
+        self.qkv_weight = [_fused(layer, "weight") for layer in layers]
+        self.qkv_bias = [_fused(layer, "bias") if _has_bias(layer) else None for layer in layers]
+
+    @torch.no_grad()
+    def __call__(
+        self,
+        x: torch.Tensor,  # (B, hidden): the tokens' embeddings
+        cos: torch.Tensor,
+        sin: torch.Tensor,  # (B, D)
+        k_pool: torch.Tensor,
+        v_pool: torch.Tensor,  # (L, pool rows, H, D)
+        write_rows: torch.Tensor,  # (B,) the ring slot each token's k and v go to
+        rows: torch.Tensor,
+        valid: torch.Tensor,  # (B, R) the rows each sequence reads
+    ) -> torch.Tensor:
+        first = self.layers[0].input_layernorm
+        x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
+        for index, layer in enumerate(self.layers):
+            qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
+            q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], write_rows)
+            attn = kernels.paged_decode_attention(q, k_pool[index], v_pool[index], rows, valid)
+            post = layer.post_attention_layernorm
+            x, h = kernels.add_rms_norm(
+                x, layer.self_attn.o_proj(attn.flatten(1)), post.weight, post.variance_epsilon
+            )
+            following = (
+                self.layers[index + 1].input_layernorm
+                if index + 1 < len(self.layers)
+                else self.norm
+            )
+            x, h = kernels.add_rms_norm(
+                x, layer.mlp(h), following.weight, following.variance_epsilon
+            )
+        return self.lm_head(h).float()  # h is the final norm's output
+
+
+def _fused(layer: Any, name: str) -> torch.Tensor:
+    attn = layer.self_attn
+    return torch.cat([getattr(p, name) for p in (attn.q_proj, attn.k_proj, attn.v_proj)])
+
+
+def _has_bias(layer: Any) -> bool:
+    return layer.self_attn.q_proj.bias is not None

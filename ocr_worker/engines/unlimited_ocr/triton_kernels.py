@@ -1,0 +1,255 @@
+"""Fused kernels for the decode step (Triton; GPU, or Triton's interpreter in tests).
+
+The profile of the step as plain torch ops (bench/step_profile.py, results in bench/RESULTS.md)
+showed where the time goes: at 128 sequences, copying every sequence's ~2,300 KV rows out of
+the block pool so that SDPA can read them (10 ms of 19), then SDPA with a mask (4 ms); at one
+sequence, ~950 tiny kernels (RMSNorm alone is seven per call, RoPE a dozen per layer).
+
+- ``paged_decode_attention`` reads K/V straight from the pool through the row table, one
+  program per (sequence, head, slice of rows), with an online softmax ("flash decoding"); a
+  second kernel merges the slices. No gathered copy is ever written.
+- ``rope_store`` rotates q and k from the fused QKV projection and writes k and v into their
+  ring slots: one kernel where there were fourteen.
+- ``add_rms_norm`` adds the residual and normalises, one kernel where there were eight, with
+  the rounding of transformers' RMSNorm (fp32 statistics, normalised value in the model's dtype,
+  then times the weight).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+ROW_GRAIN = 16  # a slice's rows are a multiple of this
+TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
+# Tile sizes and warps are measured, not guessed: each shape class (slice length, heads,
+# slices) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
+# steps come first). The interpreter has no timing to learn from: it runs one config.
+_TILES = [(16, 2), (32, 4), (64, 4), (64, 8), (128, 8)]
+if os.environ.get("TRITON_INTERPRET") == "1":
+    _TILES = [(32, 4)]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in _TILES],
+    key=["CHUNK", "HEADS", "SLICES"],
+)
+@triton.jit
+def _attention_slices(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    rows_ptr,
+    valid_ptr,
+    part_ptr,
+    width,
+    scale,
+    CHUNK: tl.constexpr,  # rows per slice (a constant: one compile per captured shape)
+    HEADS: tl.constexpr,
+    DIM: tl.constexpr,
+    SLICES: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    b, h, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    d = tl.arange(0, DIM)
+    q = tl.load(q_ptr + (b * HEADS + h) * DIM + d).to(tl.float32) * scale
+    best = tl.full((), -1e30, tl.float32)  # finite: a slice with no valid row stays NaN-free
+    total = tl.zeros((), tl.float32)
+    acc = tl.zeros((DIM,), tl.float32)
+    start = s * CHUNK
+    end = tl.minimum(start + CHUNK, width)
+    for offset in range(0, CHUNK, BLOCK):  # the last tile may reach past the slice: masked
+        columns = start + offset + tl.arange(0, BLOCK)
+        inside = columns < end
+        row = tl.load(rows_ptr + b * width + columns, mask=inside, other=0)
+        ok = tl.load(valid_ptr + b * width + columns, mask=inside, other=0) != 0
+        offsets = row[:, None] * (HEADS * DIM) + h * DIM + d[None, :]
+        k = tl.load(k_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
+        scores = tl.where(ok, tl.sum(k * q[None, :], axis=1), float("-inf"))
+        new_best = tl.maximum(best, tl.max(scores, axis=0))
+        shrink = tl.exp(best - new_best)
+        p = tl.exp(scores - new_best)
+        v = tl.load(v_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
+        total = total * shrink + tl.sum(p, axis=0)
+        acc = acc * shrink + tl.sum(p[:, None] * v, axis=0)
+        best = new_best
+    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
+    tl.store(part_ptr + base + d, acc)
+    tl.store(part_ptr + base + DIM, best)
+    tl.store(part_ptr + base + DIM + 1, total)
+
+
+@triton.jit
+def _attention_merge(
+    part_ptr,
+    out_ptr,
+    HEADS: tl.constexpr,
+    DIM: tl.constexpr,
+    SLICES: tl.constexpr,
+    SLICES_POW2: tl.constexpr,
+):
+    b, h = tl.program_id(0), tl.program_id(1)
+    s = tl.arange(0, SLICES_POW2)
+    d = tl.arange(0, DIM)
+    inside = s < SLICES
+    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
+    best = tl.load(part_ptr + base + DIM, mask=inside, other=-1e30)
+    total = tl.load(part_ptr + base + DIM + 1, mask=inside, other=0.0)
+    acc = tl.load(part_ptr + base[:, None] + d[None, :], mask=inside[:, None], other=0.0)
+    weight = tl.exp(best - tl.max(best, axis=0))
+    out = tl.sum(acc * weight[:, None], axis=0) / tl.sum(total * weight, axis=0)
+    tl.store(out_ptr + (b * HEADS + h) * DIM + d, out.to(out_ptr.dtype.element_ty))
+
+
+def paged_decode_attention(
+    q: torch.Tensor,
+    k_pool: torch.Tensor,
+    v_pool: torch.Tensor,
+    rows: torch.Tensor,
+    valid: torch.Tensor,
+) -> torch.Tensor:
+    """q: (B, H, D); k_pool/v_pool: (pool rows, H, D) of one layer; rows: (B, R) pool rows each
+    sequence reads; valid: (B, R) which of them count. Returns softmax(q·k/√D)·v: (B, H, D).
+    Every sequence needs at least one valid row (the graphs' padding rows keep column 0)."""
+    batch, heads, dim = q.shape
+    width = rows.shape[1]
+    grains = triton.cdiv(width, ROW_GRAIN)
+    slices = max(1, min(grains, triton.cdiv(TARGET_PROGRAMS, batch * heads)))
+    chunk = triton.cdiv(grains, slices) * ROW_GRAIN
+    slices = triton.cdiv(width, chunk)
+    parts = torch.empty(batch, heads, slices, dim + 2, device=q.device, dtype=torch.float32)
+    out = torch.empty_like(q)
+    _attention_slices[(batch, heads, slices)](
+        q.contiguous(),
+        k_pool,
+        v_pool,
+        rows.contiguous(),
+        valid.contiguous().view(torch.uint8),
+        parts,
+        width,
+        dim**-0.5,
+        CHUNK=chunk,
+        HEADS=heads,
+        DIM=dim,
+        SLICES=slices,
+    )
+    _attention_merge[(batch, heads)](
+        parts, out, HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)
+    )
+    return out
+
+
+@triton.jit
+def _rotate_half(source, out, cos, sin, DIM: tl.constexpr):
+    """One head's rotate-half RoPE, each product rounded as the torch ops round it."""
+    half = tl.arange(0, DIM // 2)
+    dtype = out.dtype.element_ty
+    first = tl.load(source + half).to(tl.float32)
+    second = tl.load(source + DIM // 2 + half).to(tl.float32)
+    low = (first * cos).to(dtype).to(tl.float32) - (second * sin).to(dtype).to(tl.float32)
+    high = (second * cos).to(dtype).to(tl.float32) + (first * sin).to(dtype).to(tl.float32)
+    tl.store(out + half, low.to(dtype))
+    tl.store(out + DIM // 2 + half, high.to(dtype))
+
+
+@triton.jit
+def _rope_store(
+    qkv_ptr,
+    cos_ptr,
+    sin_ptr,
+    q_out_ptr,
+    k_pool_ptr,
+    v_pool_ptr,
+    write_rows_ptr,
+    HEADS: tl.constexpr,
+    DIM: tl.constexpr,
+):
+    n, h = tl.program_id(0), tl.program_id(1)
+    half = tl.arange(0, DIM // 2)
+    cos = tl.load(cos_ptr + n * DIM + half).to(tl.float32)  # the table repeats its halves
+    sin = tl.load(sin_ptr + n * DIM + half).to(tl.float32)
+    source = qkv_ptr + n * 3 * HEADS * DIM + h * DIM
+    target = tl.load(write_rows_ptr + n) * (HEADS * DIM) + h * DIM
+    _rotate_half(source, q_out_ptr + (n * HEADS + h) * DIM, cos, sin, DIM)
+    _rotate_half(source + HEADS * DIM, k_pool_ptr + target, cos, sin, DIM)
+    d = tl.arange(0, DIM)
+    tl.store(v_pool_ptr + target + d, tl.load(source + 2 * HEADS * DIM + d))
+
+
+def rope_store(
+    qkv: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_pool: torch.Tensor,
+    v_pool: torch.Tensor,
+    write_rows: torch.Tensor,
+) -> torch.Tensor:
+    """qkv: (N, 3·H·D) from the fused projection; cos/sin: (N, D) in the model's dtype.
+    Writes rotated k and v into pool rows ``write_rows`` (N,); returns rotated q: (N, H, D)."""
+    count = qkv.shape[0]
+    _, heads, dim = k_pool.shape
+    q = torch.empty(count, heads, dim, device=qkv.device, dtype=k_pool.dtype)
+    _rope_store[(count, heads)](
+        qkv.contiguous(),
+        cos.contiguous(),
+        sin.contiguous(),
+        q,
+        k_pool,
+        v_pool,
+        write_rows.contiguous(),
+        HEADS=heads,
+        DIM=dim,
+    )
+    return q
+
+
+@triton.jit
+def _add_rms_norm(
+    x_ptr,
+    delta_ptr,
+    weight_ptr,
+    sum_ptr,
+    out_ptr,
+    eps,
+    COLUMNS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    ADD: tl.constexpr,
+):
+    n = tl.program_id(0)
+    columns = tl.arange(0, BLOCK)
+    inside = columns < COLUMNS
+    dtype = out_ptr.dtype.element_ty
+    x = tl.load(x_ptr + n * COLUMNS + columns, mask=inside, other=0.0).to(tl.float32)
+    if ADD:  # the residual stream is kept in the model's dtype, as the torch ops keep it
+        delta = tl.load(delta_ptr + n * COLUMNS + columns, mask=inside, other=0.0)
+        x = (x + delta.to(tl.float32)).to(dtype).to(tl.float32)
+        tl.store(sum_ptr + n * COLUMNS + columns, x.to(dtype), mask=inside)
+    variance = tl.sum(x * x, axis=0) / COLUMNS
+    normed = (x * tl.rsqrt(variance + eps)).to(dtype).to(tl.float32)
+    weight = tl.load(weight_ptr + columns, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_ptr + n * COLUMNS + columns, (normed * weight).to(dtype), mask=inside)
+
+
+def add_rms_norm(
+    x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """x, delta: (N, C). Returns (x + delta, RMSNorm(x + delta)); without delta, (x, RMSNorm(x))."""
+    x = x.contiguous()
+    count, columns = x.shape
+    summed = torch.empty_like(x) if delta is not None else x
+    out = torch.empty_like(x)
+    _add_rms_norm[(count,)](
+        x,
+        x if delta is None else delta.contiguous(),
+        weight,
+        summed,
+        out,
+        eps,
+        COLUMNS=columns,
+        BLOCK=triton.next_power_of_2(columns),
+        ADD=delta is not None,
+    )
+    return summed, out

@@ -1,0 +1,155 @@
+"""Our Triton decode kernels against the torch ops they replace, on the CPU through Triton's
+interpreter (the same kernel code the GPU compiles; CI has no GPU), and the decoding loop
+with them against the full-recompute reference, token for token."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+if not torch.cuda.is_available():  # read when the kernels are defined: before their import
+    os.environ["TRITON_INTERPRET"] = "1"
+
+from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.scheduler import Scheduler  # noqa: E402
+from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
+    BLOCK,
+    _reference,
+    _request,
+)
+from tests.worker.engines.unlimited_ocr.tiny_model import WINDOW, write_tiny_checkpoint  # noqa: E402
+
+HEADS, DIM = 10, 32  # v1 has 10 heads (of 128): not a power of two
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    path = write_tiny_checkpoint(tmp_path_factory.mktemp("tiny"))
+    return load_model(path, device=torch.device("cpu"), dtype=torch.float32)
+
+
+def _pool(rows: int, seed: int) -> torch.Tensor:
+    return torch.randn(rows, HEADS, DIM, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("one_slice", [False, True])  # rows split over programs, or not
+def test_paged_attention_equals_sdpa_over_the_gathered_rows(
+    one_slice: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if one_slice:  # as at 128 sequences, where the batch alone fills the card
+        monkeypatch.setattr(kernels, "TARGET_PROGRAMS", 1)
+    batch = 4
+    g = torch.Generator().manual_seed(batch)
+    k_pool, v_pool = _pool(1000, 1), _pool(1000, 2)
+    width = 150  # three tiles of 64, the last one ragged
+    rows = torch.stack([torch.randperm(1000, generator=g)[:width] for _ in range(batch)])
+    lengths = torch.randint(1, width + 1, (batch,), generator=g)
+    lengths[0] = 1  # a sequence that sees only its first row
+    valid = torch.arange(width)[None] < lengths[:, None]
+    valid[-1] = torch.rand(width, generator=g) < 0.5  # holes, as the ring's unused slots
+    valid[-1, 0] = True
+    q = torch.randn(batch, HEADS, DIM, generator=g)
+
+    ours = kernels.paged_decode_attention(q, k_pool, v_pool, rows, valid)
+
+    expected = F.scaled_dot_product_attention(
+        q[:, :, None],
+        k_pool[rows].transpose(1, 2),
+        v_pool[rows].transpose(1, 2),
+        attn_mask=valid[:, None, None],
+    )[:, :, 0]
+    torch.testing.assert_close(ours, expected, rtol=1e-4, atol=1e-5)
+    # Rows outside a sequence's valid set change nothing: poison them and look again.
+    poisoned_k, poisoned_v = k_pool.clone(), v_pool.clone()
+    hidden = rows[~valid]
+    poisoned_k[hidden], poisoned_v[hidden] = 1e4, -1e4
+    shown = rows[valid]
+    poisoned_k[shown], poisoned_v[shown] = k_pool[shown], v_pool[shown]
+    again = kernels.paged_decode_attention(q, poisoned_k, poisoned_v, rows, valid)
+    torch.testing.assert_close(again, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows() -> None:
+    g = torch.Generator().manual_seed(0)
+    count = 5
+    qkv = torch.randn(count, 3 * HEADS * DIM, generator=g)
+    runner_rotate, rotary = ModelRunner.rotate, _rotary(DIM)
+    positions = torch.tensor([0, 7, 4000, 31999, 12])
+    cos, sin = rotary(positions)
+    k_pool, v_pool = torch.zeros(40, HEADS, DIM), torch.zeros(40, HEADS, DIM)
+    write_rows = torch.tensor([3, 17, 0, 39, 22])
+
+    q = kernels.rope_store(qkv, cos, sin, k_pool, v_pool, write_rows)
+
+    parts = qkv.view(count, 3, HEADS, DIM)
+    torch.testing.assert_close(q, runner_rotate(parts[:, 0], cos, sin))
+    torch.testing.assert_close(k_pool[write_rows], runner_rotate(parts[:, 1], cos, sin))
+    torch.testing.assert_close(v_pool[write_rows], parts[:, 2])
+    untouched = torch.ones(40, dtype=torch.bool)
+    untouched[write_rows] = False
+    assert not k_pool[untouched].any() and not v_pool[untouched].any()
+
+
+def test_add_rms_norm_equals_the_models_rmsnorm_after_the_residual_add() -> None:
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextRMSNorm
+
+    g = torch.Generator().manual_seed(0)
+    norm = UnlimitedOcrTextRMSNorm(1280, eps=1e-6)
+    norm.weight.data = torch.rand(1280, generator=g) + 0.5
+    x, delta = torch.randn(4, 1280, generator=g) * 3, torch.randn(4, 1280, generator=g)
+
+    summed, normed = kernels.add_rms_norm(x, delta, norm.weight, norm.variance_epsilon)
+    torch.testing.assert_close(summed, x + delta)
+    torch.testing.assert_close(normed, norm(x + delta).detach())
+    same, alone = kernels.add_rms_norm(x, None, norm.weight, norm.variance_epsilon)
+    assert same is x or torch.equal(same, x)
+    torch.testing.assert_close(alone, norm(x).detach())
+
+
+def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) -> None:  # type: ignore[no-untyped-def]
+    """A ragged batch through the fused step: ring wraps, sequences join and leave."""
+    workspace = VisualKVWorkspace(num_blocks=256, block_size=BLOCK)
+    runner = ModelRunner(
+        model,
+        num_blocks=256,
+        block_size=BLOCK,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+        fused_kernels=True,
+    )
+    called = 0
+    fused = runner.fused
+    assert fused is not None
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        nonlocal called
+        called += 1
+        return fused(*args)
+
+    runner.fused = counted  # type: ignore[assignment]
+    scheduler = Scheduler(runner, workspace, 16, WINDOW)
+    specs = {"a": ([1], [5], 20), "b": ([2, 3], [5, 6, 7, 8], 14), "c": ([4, 5, 6], [9], 25)}
+    for name, spec in specs.items():
+        scheduler.submit(_request(model, name, *spec))
+    ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
+    assert called >= 24  # every decode step went through the kernels
+    for name, (pages, prompt, steps) in specs.items():
+        assert ours[name] == _reference(model, pages, prompt, steps), name
+
+
+def _rotary(dim: int):  # type: ignore[no-untyped-def]
+    """ModelRunner.rotary for a head size of ``dim`` (v1's base of 10,000)."""
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+
+    def rotary(positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        freqs = positions.to(torch.float32)[:, None] * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    return rotary
