@@ -130,7 +130,7 @@ def kv_bytes(text) -> int:  # type: ignore[no-untyped-def]
 
 
 class Engine:
-    def __init__(self, model, args, device, dtype, sr_swa_blocks: int) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, model, args, device, dtype, sr_swa_blocks: int, fused: bool = True) -> None:  # type: ignore[no-untyped-def]
         text = model.config.text_config
         self.text, self.device, self.dtype = text, device, dtype
         self.workspace = VisualKVWorkspace.from_bytes(
@@ -151,6 +151,7 @@ class Engine:
             dtype=dtype,
             selector=selector,
             cuda_graphs=not args.no_cuda_graphs,
+            fused_kernels=fused and device.type == "cuda",
         )
         self.scheduler = Scheduler(
             self.runner, self.workspace, args.concurrency, text.sliding_window
@@ -276,6 +277,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--no-cuda-graphs", action="store_true")
+    parser.add_argument("--step-batches", type=int, nargs="*", default=[128])
+    parser.add_argument("--throughput-docs", type=int, nargs="*", default=[128])
+    parser.add_argument("--compare-torch", action="store_true", help="also the torch-ops step")
+    parser.add_argument("--realistic-page-tokens", type=int, default=0)
+    parser.add_argument("--realistic-pages", type=int, default=24)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -292,6 +298,8 @@ def main() -> None:
     engines = {"rswa": Engine(model, args, device, dtype, 0)}
     if args.sr_swa_blocks:
         engines["srswa"] = Engine(model, args, device, dtype, args.sr_swa_blocks)
+    if args.compare_torch:  # the decode step as plain torch ops: the numbers before our kernels
+        engines["rswa_torch"] = Engine(model, args, device, dtype, 0, fused=False)
     tp = args.throughput_pages
     positions_ok = {
         p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages
@@ -306,15 +314,26 @@ def main() -> None:
             if positions_ok[pages] and pages != tp:
                 results[f"hf_rswa_{pages}p_1"] = baseline(model, pages, 1, 64, False, device, dtype)
     for rule, engine in engines.items():
+        for sequences in sorted({1, args.concurrency, *args.step_batches}):
+            results[f"{rule}_step_ms_{sequences}"] = engine.step_ms(sequences, args.group_size, 50)
+            print(f"{rule}_step_ms_{sequences}", results[f"{rule}_step_ms_{sequences}"], flush=True)
         for pages in args.pages:
             results[f"{rule}_{pages}p_1"] = engine.run(1, pages, 32)
             print(f"{rule}_{pages}p_1", results[f"{rule}_{pages}p_1"], flush=True)
-        for docs in (1, args.concurrency):
+        for docs in sorted({1, args.concurrency, *args.throughput_docs}):
+            engine.scheduler.max_concurrency = max(args.concurrency, docs)
             results[f"{rule}_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
             print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
-        for sequences in (1, args.concurrency):
-            results[f"{rule}_step_ms_{sequences}"] = engine.step_ms(sequences, args.group_size, 50)
-    print_table(results, args, positions_ok)
+        if args.realistic_page_tokens and rule != "rswa_torch":
+            engine.scheduler.max_concurrency = args.concurrency
+            per_group = args.realistic_page_tokens * args.group_size
+            key = f"{rule}_realistic_{args.realistic_pages}p_{args.concurrency}"
+            results[key] = engine.run(args.concurrency, args.realistic_pages, per_group)
+            print(key, results[key], flush=True)
+    if args.skip_baseline:
+        print_goals(results, args)
+    else:
+        print_table(results, args, positions_ok)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1, default=str))
 
@@ -353,6 +372,26 @@ def print_table(r: dict, args, positions_ok: dict) -> None:  # type: ignore[no-u
         hf, full = get(f"hf_rswa_{tp}p_{n}", "ms_step"), get(f"hf_full_{tp}p_{n}", "ms_step")
         ratio = fmt(full / ours) if full and ours else ""
         row(f"ms per decode step, {n} seq, {tp} pages", ours, sr, hf, full, ratio)
+
+
+def print_goals(r: dict, args) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16's table: ours with our kernels beside the torch-ops step, and the goals."""
+    tp, c = args.throughput_pages, args.concurrency
+    rules = [k for k in ("rswa", "rswa_torch", "srswa") if f"{k}_step_ms_1" in r]
+    names = {"rswa": "R-SWA kernels", "rswa_torch": "R-SWA torch ops", "srswa": "SR-SWA kernels"}
+    print(f"\n{r['device']}: page groups of {args.group_size}, {tp}-page documents")
+    print(f"{'metric':<52}" + "".join(f"{names[k]:>17}" for k in rules))
+    for n in sorted({1, c, *args.step_batches}):
+        cells = [r.get(f"{k}_step_ms_{n}") for k in rules]
+        print(f"{f'ms per decode step, {n} sequences':<52}" + "".join(f"{v:>17.2f}" for v in cells))
+    for n in sorted({1, c, *args.throughput_docs}):
+        cells = [r.get(f"{k}_{tp}p_{n}_throughput", {}).get("tok_s") for k in rules]
+        label = f"tokens/s, {n} concurrent documents ({args.group_tokens}/group)"
+        print(f"{label:<52}" + "".join(f"{v:>17.0f}" if v else f"{'n/a':>17}" for v in cells))
+    key = f"_realistic_{args.realistic_pages}p_{c}"
+    cells = [r.get(f"{k}{key}", {}).get("tok_s") for k in rules]
+    label = f"tokens/s, {c} docs, {args.realistic_page_tokens} tokens a page"
+    print(f"{label:<52}" + "".join(f"{v:>17.0f}" if v else f"{'n/a':>17}" for v in cells))
 
 
 if __name__ == "__main__":

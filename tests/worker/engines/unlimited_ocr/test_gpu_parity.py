@@ -202,6 +202,7 @@ def test_the_engine_computes_what_generate_computes(
     case: str, inputs: dict[str, Any], model: Any, engine: Any
 ) -> None:
     assert engine.loop.scheduler.runner.selector is None  # R-SWA by default
+    assert engine.loop.scheduler.runner.fused is not None  # our Triton kernels by default
     indices, _, _ = CASES[case]
     tokens, logits = reference(model, inputs[case], len(indices))
     assert len(set(tokens)) > STEPS // 2  # no loop: the n-gram ban never bit
