@@ -235,6 +235,7 @@ class Engine:
 
     def step_ms(self, sequences: int, pages: int, steps: int) -> float:
         """Steady decode: ``sequences`` groups of ``pages`` pages, timed over ``steps`` steps."""
+        self.scheduler.max_concurrency = max(self.scheduler.max_concurrency, sequences)
         for i in range(sequences):
             new = [NewSegment("bos", self.embed(torch.tensor([0], device=self.device)))]
             new += [

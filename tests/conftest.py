@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,12 @@ from ocr_api.core.migrate import upgrade
 from ocr_api.core.settings import Settings, load_settings
 from ocr_api.core.storage import S3ObjectStore
 from ocr_api.core.tenants import CreatedKey, create_key
+
+# Without a GPU our Triton kernels run in Triton's interpreter (test_triton_kernels.py). The
+# switch is read when triton is first imported, and torch or transformers may import it before
+# that module does: so it is set here, before any test module is collected.
+if shutil.which("nvidia-smi") is None:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -62,9 +62,12 @@ class ModelRunner:
         # interpreter (TRITON_INTERPRET=1), which the tests use on the CPU.
         self.fused: FusedStep | None = None
         if fused_kernels:
-            from ocr_worker.engines.unlimited_ocr.fused_step import FusedStep
-
-            self.fused = FusedStep(self.layers, self.norm, self.lm_head)
+            try:
+                from ocr_worker.engines.unlimited_ocr.fused_step import FusedStep
+            except ImportError as error:  # no Triton in this image: the torch ops still work
+                log.warning("fused_kernels.unavailable", error=str(error))
+            else:
+                self.fused = FusedStep(self.layers, self.norm, self.lm_head)
 
     # -- rows and rotary --------------------------------------------------------------------
 

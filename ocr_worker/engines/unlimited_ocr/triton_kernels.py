@@ -27,7 +27,8 @@ ROW_GRAIN = 16  # a slice's rows are a multiple of this
 TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
 # Tile sizes and warps are measured, not guessed: each shape class (slice length, heads,
 # slices) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
-# steps come first). The interpreter has no timing to learn from: it runs one config.
+# steps come first), and the choice kept in Triton's cache for the next worker process. The
+# interpreter has no timing to learn from: it runs one config.
 _TILES = [(16, 2), (32, 4), (64, 4), (64, 8), (128, 8)]
 if os.environ.get("TRITON_INTERPRET") == "1":
     _TILES = [(32, 4)]
@@ -36,6 +37,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
 @triton.autotune(
     configs=[triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in _TILES],
     key=["CHUNK", "HEADS", "SLICES"],
+    cache_results=True,
 )
 @triton.jit
 def _attention_slices(

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 # On a GPU box test_gpu.py runs these kernels compiled; here they run interpreted, on the CPU.
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compiled in test_gpu.py")
-if not torch.cuda.is_available():  # read when the kernels are defined: before their import
+if not torch.cuda.is_available():  # tests/conftest.py sets it too, before triton's first import
     os.environ["TRITON_INTERPRET"] = "1"
 
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: E402
