@@ -56,7 +56,7 @@ def make_documents(count: int, pages: list[int]) -> list[bytes]:
         return list(pool.map(_document, [(i, pages[i % len(pages)]) for i in range(count)]))
 
 
-def _render(args: tuple[bytes, int]) -> list:  # type: ignore[type-arg]
+def _render(args: tuple[bytes, int, int | None]) -> list:  # type: ignore[type-arg]
     import tempfile
 
     import pymupdf
@@ -65,19 +65,21 @@ def _render(args: tuple[bytes, int]) -> list:  # type: ignore[type-arg]
     from ocr_worker.engines.base import PageImage
     from ocr_worker.imaging import PageRasterizer
 
-    pdf, dpi = args
+    pdf, dpi, long_side = args
     with tempfile.TemporaryDirectory() as folder:
         store = LocalObjectStore(Path(folder))
         store.put("doc.pdf", pdf)
         rasterizer = PageRasterizer(store, dpi=dpi, max_side=4000)
         count = pymupdf.open(stream=pdf).page_count
-        return [PageImage(i + 1, rasterizer.render("doc.pdf", i)) for i in range(count)]
+        pages = [rasterizer.render_page("doc.pdf", i, long_side) for i in range(count)]
+        return [PageImage(i + 1, page.pixels, page.size) for i, page in enumerate(pages)]
 
 
-def render_all(documents: list[bytes], dpi: int) -> list[list]:  # type: ignore[type-arg]
-    """Each distinct document's pages, as the worker renders them (its rasterizer, its dpi)."""
+def render_all(documents: list[bytes], dpi: int, long_side: int | None) -> list[list]:  # type: ignore[type-arg]
+    """Each distinct document's pages, as the worker renders them (its rasterizer, its dpi, no
+    larger than the engine reads)."""
     with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) - 1)) as pool:
-        return list(pool.map(_render, [(pdf, dpi) for pdf in documents]))
+        return list(pool.map(_render, [(pdf, dpi, long_side) for pdf in documents]))
 
 
 # -- the bare engine ---------------------------------------------------------------------------
@@ -311,8 +313,9 @@ def main() -> None:
 
         os.environ["UOCR_MAX_CONCURRENCY"] = str(most)  # fewer threads bound the smaller runs
         settings = load_settings()
-        rendered = render_all(distinct, settings.worker.render_dpi)
         engine = UnlimitedOcrEngine.from_settings(settings)
+        long_side = engine.input_long_side(GROUP_SIZE)
+        rendered = render_all(distinct, settings.worker.render_dpi, long_side)
         report["bare"] = {}
         for c in args.concurrency:
             report["bare"][str(c)] = bare(engine, settings, rendered, c, c)

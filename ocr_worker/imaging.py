@@ -35,6 +35,9 @@ REPAIRED_WARNING = "repaired_file"
 class RenderedPage:
     pixels: np.ndarray  # (H, W, 3) uint8 RGB
     warnings: tuple[str, ...] = ()
+    # (width, height) of the page at the render dpi when the pixels were drawn smaller for an
+    # engine that reads no more (its results are still reported in this geometry); else None.
+    size: tuple[int, int] | None = None
 
 
 keep_mupdf_quiet()
@@ -62,12 +65,17 @@ class PageRasterizer:
         """(H, W, 3) uint8 RGB pixels of page ``index`` of the stored file ``source_key``."""
         return self.render_page(source_key, index).pixels
 
-    def render_page(self, source_key: str, index: int) -> RenderedPage:
-        """The page's pixels and what the service must say about them."""
+    def render_page(
+        self, source_key: str, index: int, long_side: int | None = None
+    ) -> RenderedPage:
+        """The page's pixels and what the service must say about them. ``long_side``: the
+        engine reads no more than this, so a PDF page is drawn no larger (a fifth of the
+        pixels of an A4 page at 200 dpi for the GPU engine's 1024); image files stay as
+        stored."""
         data = self._fetch(source_key)
         try:
             if source_key.endswith(".pdf"):
-                return self._render_pdf(data, index)
+                return self._render_pdf(data, index, long_side)
             return RenderedPage(self._load_image(data, index))
         except PageRenderError:
             raise
@@ -86,21 +94,23 @@ class PageRasterizer:
                 self._files.popitem(last=False)
         return data
 
-    def _render_pdf(self, data: bytes, index: int) -> RenderedPage:
+    def _render_pdf(self, data: bytes, index: int, long_side: int | None) -> RenderedPage:
         try:
             with pymupdf.open(stream=data, filetype="pdf") as doc:
                 page = doc.load_page(index)
                 # max_render_side always holds: a 20000 pt page is drawn below 36 dpi if need be.
-                pix = page.get_pixmap(
-                    matrix=render_matrix(page.rect, dpi=self.dpi, max_side=self.max_side),
-                    colorspace=pymupdf.csRGB,
-                    alpha=False,
-                )
+                full = render_matrix(page.rect, dpi=self.dpi, max_side=self.max_side)
+                size = _pixel_size(page, full)
+                matrix = full
+                if long_side is not None and max(size) > long_side:
+                    matrix = render_matrix(page.rect, dpi=self.dpi, max_side=long_side)
+                pix = page.get_pixmap(matrix=matrix, colorspace=pymupdf.csRGB, alpha=False)
                 shape = (pix.height, pix.width, 3)  # (H, W, 3)
                 pixels = np.frombuffer(pix.samples, dtype=np.uint8).reshape(shape).copy()
+                rendered = RenderedPage(pixels, size=None if matrix is full else size)
                 if not doc.is_repaired:
-                    return RenderedPage(pixels)
-                return _repaired_page(pixels, index)
+                    return rendered
+                return _repaired_page(rendered, index)
         finally:
             release_mupdf_store()  # ~0 ms a scanned page, ~4 ms a born-digital one
             log_mupdf_messages(page_index=index)
@@ -121,24 +131,31 @@ def render_matrix(rect: pymupdf.Rect, *, dpi: int, max_side: int) -> pymupdf.Mat
     return pymupdf.Matrix(zoom, zoom)
 
 
-def _repaired_page(pixels: np.ndarray, index: int) -> RenderedPage:
+def _pixel_size(page: pymupdf.Page, matrix: pymupdf.Matrix) -> tuple[int, int]:
+    """(width, height) of the pixmap ``matrix`` draws: MuPDF rounds the transformed page box."""
+    box = page.rect.transform(matrix).irect
+    return box.width, box.height
+
+
+def _repaired_page(rendered: RenderedPage, index: int) -> RenderedPage:
     """A repaired file's page that draws nothing lost its content with the damage (a truncated
     PDF's last pages): failed with the reason, never a silent blank success."""
+    pixels = rendered.pixels
     if pixels.size and pixels.min() == pixels.max():
         raise PageRenderError(
             f"page {index + 1} of the PDF is damaged (truncated or corrupt): it renders empty"
         )
-    return RenderedPage(pixels, (REPAIRED_WARNING,))
+    return RenderedPage(pixels, (REPAIRED_WARNING,), rendered.size)
 
 
 def render_many(
-    rasterizer: PageRasterizer, refs: list[tuple[str, int]]
+    rasterizer: PageRasterizer, refs: list[tuple[str, int]], long_side: int | None = None
 ) -> list[RenderedPage | PageRenderError]:
     """Render in order in this process; a page that fails is returned as its error."""
     results: list[RenderedPage | PageRenderError] = []
     for key, index in refs:
         try:
-            results.append(rasterizer.render_page(key, index))
+            results.append(rasterizer.render_page(key, index, long_side))
         except PageRenderError as error:
             results.append(error)
     return results
@@ -168,9 +185,11 @@ class ProcessRasterizer:
             initargs=(s3, dpi, max_side),
         )
 
-    def render_many(self, refs: list[tuple[str, int]]) -> list[RenderedPage | PageRenderError]:
+    def render_many(
+        self, refs: list[tuple[str, int]], long_side: int | None = None
+    ) -> list[RenderedPage | PageRenderError]:
         submitted = time.monotonic()
-        futures = [self.pool.submit(_render, key, index) for key, index in refs]
+        futures = [self.pool.submit(_render, key, index, long_side) for key, index in refs]
         results: list[RenderedPage | PageRenderError] = []
         for future in futures:
             try:
@@ -225,8 +244,8 @@ def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)
 
 
-def _render(key: str, index: int) -> _TimedRender:
+def _render(key: str, index: int, long_side: int | None) -> _TimedRender:
     assert _Renderer.current is not None
     started = time.monotonic()
-    page = _Renderer.current.render_page(key, index)
+    page = _Renderer.current.render_page(key, index, long_side)
     return _TimedRender(page, started, time.monotonic() - started)

@@ -236,11 +236,12 @@ class PageGroupPipeline:
     ) -> tuple[list[PageImage | PageRenderError], dict[int, tuple[str, ...]]]:
         """Each page's image (or why it has none), and the render's flags by page number."""
         keys = [(ref.source_key, ref.source_index) for ref in refs]
+        long_side = self.engine.input_long_side(len(refs))
         with clock.timed("render"):
             rendered = (
-                self.render_pool.render_many(keys)
+                self.render_pool.render_many(keys, long_side)
                 if self.render_pool
-                else render_many(self.rasterizer, keys)
+                else render_many(self.rasterizer, keys, long_side)
             )
         flags = {
             ref.page_no: r.warnings
@@ -248,7 +249,7 @@ class PageGroupPipeline:
             if isinstance(r, RenderedPage) and r.warnings
         }
         images = [
-            r if isinstance(r, PageRenderError) else PageImage(ref.page_no, r.pixels)
+            r if isinstance(r, PageRenderError) else PageImage(ref.page_no, r.pixels, r.size)
             for ref, r in zip(refs, rendered, strict=True)
         ]
         return images, flags

@@ -20,6 +20,15 @@ from ocr_api.core.contracts import PageResult
 class PageImage:
     page_no: int
     pixels: np.ndarray  # (H, W, 3) uint8 RGB
+    # (width, height) the page's boxes are reported in: its size at the service's render dpi,
+    # where the pixels were drawn smaller for the engine (OcrEngine.input_long_side).
+    size: tuple[int, int] | None = None
+
+    @property
+    def report_size(self) -> tuple[int, int]:
+        """(width, height) of the geometry the results use."""
+        height, width = self.pixels.shape[:2]
+        return self.size or (width, height)
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,11 @@ class OcrEngine(ABC):
     # Told how many tokens each decoded group generated (the worker's tokens/s); engines that
     # generate no tokens (the CPU engine) never call it.
     count_tokens: Callable[[int], None] = staticmethod(lambda _count: None)
+
+    def input_long_side(self, pages: int) -> int | None:
+        """The longest side, in pixels, this engine reads of a page in a group of ``pages``:
+        the pipeline draws PDF pages no larger. None (the default): at the render dpi."""
+        return None
 
     @abstractmethod
     def run_group(self, group: PageGroupInput) -> list[PageResult]:

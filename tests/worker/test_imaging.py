@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pymupdf
 import pytest
+from PIL import Image
 
 from ocr_api.core.storage import LocalObjectStore
 from ocr_worker.imaging import (
@@ -35,3 +36,21 @@ def test_a_truncated_pdf_renders_flagged_and_its_lost_pages_fail(tmp_path) -> No
         rasterizer.render_page("cut.pdf", 3)
     store.put("whole.pdf", whole)
     assert rasterizer.render_page("whole.pdf", 3).warnings == ()
+
+
+def test_a_pdf_page_is_drawn_no_larger_than_the_engine_reads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A4 at 200 dpi is 1654 x 2339; the GPU engine reads 1024 on the long side. The smaller
+    drawing is the same page, and it carries the full drawing's size for the results."""
+    store = LocalObjectStore(tmp_path)
+    store.put("scan.pdf", scanned_pdf(sample_pages(2, lines=12, seed=4), seed=4))
+    rasterizer = PageRasterizer(store, dpi=200, max_side=4000)
+    full, small = rasterizer.render_page("scan.pdf", 0), rasterizer.render_page("scan.pdf", 0, 1024)
+    height, width = full.pixels.shape[:2]
+    assert max(height, width) > 2000 and full.size is None
+    assert max(small.pixels.shape[:2]) == 1024 and small.size == (width, height)
+    shrunk = np.asarray(Image.fromarray(full.pixels).resize(small.pixels.shape[1::-1]), float)
+    other = rasterizer.render_page("scan.pdf", 1, 1024).pixels.astype(float)
+    same_page = np.abs(shrunk - small.pixels).mean()
+    assert same_page < 4 < np.abs(shrunk - other).mean()  # the same page, not its neighbour
+    roomy = rasterizer.render_page("scan.pdf", 0, 5000)  # no smaller than the dpi gives
+    assert roomy.size is None and np.array_equal(roomy.pixels, full.pixels)

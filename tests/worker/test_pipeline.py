@@ -53,6 +53,30 @@ def test_pages_can_render_in_cpu_processes_beside_the_engine(harness) -> None:  
     assert texts == ["(139, 139, 3)"] * 4  # 200 pt pages at 50 dpi, rendered in the pool
 
 
+@pytest.mark.parametrize("harness", [{}, {"render_processes": 2}], indirect=True)
+def test_pages_are_drawn_no_larger_than_the_engine_reads(harness) -> None:  # type: ignore[no-untyped-def]
+    """The GPU engine reads 1024 pixels a side: drawing more only costs render CPU. Its pages
+    come smaller, and still say the geometry their results are reported in."""
+
+    class SmallEngine(ScriptedEngine):
+        def input_long_side(self, pages: int) -> int | None:
+            return 100
+
+        def run_group(self, group: PageGroupInput) -> list[PageResult]:
+            return [
+                PageResult(page=p.page_no, status="succeeded", text=f"{p.pixels.shape}").model_copy(
+                    update={"width": p.report_size[0], "height": p.report_size[1]}
+                )
+                for p in group.pages
+            ]
+
+    job_id = harness.submit(4)
+    harness.drain(SmallEngine())
+    results = load_page_results(harness.store, harness.job(job_id))
+    assert [r.text for r in results] == ["(100, 100, 3)"] * 4  # not 139: 200 pt at 50 dpi
+    assert [(r.width, r.height) for r in results] == [(139, 139)] * 4
+
+
 def test_a_redelivered_group_does_nothing_twice(harness) -> None:  # type: ignore[no-untyped-def]
     engine = ScriptedEngine()
     job_id = harness.submit(4)

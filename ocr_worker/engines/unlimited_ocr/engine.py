@@ -135,6 +135,12 @@ class UnlimitedOcrEngine(OcrEngine):
 
     # -- the OcrEngine interface -------------------------------------------------------------
 
+    def input_long_side(self, pages: int) -> int | None:
+        """Pages of a group are read in base mode at ``image_size`` (1024): drawn larger they
+        would only cost render CPU and upload time, and be shrunk on the card. A one-page
+        document in gundam mode reads 640-pixel tiles of the page at the render dpi."""
+        return None if pages == 1 and self.options.gundam else self.image_size
+
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         started = time.perf_counter()
         self._expire_kept()

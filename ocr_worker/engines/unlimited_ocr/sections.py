@@ -33,7 +33,7 @@ def page_results(
     sections = split_sections(text, framed=guard.framed)
     results = []
     for index, page in enumerate(group.pages, start=len(group.context)):
-        height, width = page.pixels.shape[:2]
+        width, height = page.report_size  # boxes are 0-999 of the page: any geometry is exact
         if index >= len(sections):
             results.append(
                 PageResult(
