@@ -30,6 +30,7 @@ from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.stage_clock import clock
 
 PAGE_TOKENS, PROMPT_TOKENS = 273, 5  # + BOS = 273 * pages + 6, as in ENGINE_NOTES' baseline
 GB = 1e9
@@ -211,7 +212,7 @@ class Engine:
         self.workspace.peak_used = self.workspace.num_used
         base = torch.cuda.memory_allocated() if self.device.type == "cuda" else 0
         torch.cuda.reset_peak_memory_stats() if self.device.type == "cuda" else None
-        steps_before = self.steps()
+        steps_before, clock_before = self.steps(), clock.totals()
         sync(self.device)
         started = time.perf_counter()
         with ThreadPoolExecutor(documents) as pool:
@@ -221,9 +222,14 @@ class Engine:
         sync(self.device)
         elapsed = time.perf_counter() - started
         block_bytes = kv_bytes(self.text) * self.workspace.block_size
+        spent = {k: v - clock_before.get(k, 0.0) for k, v in clock.totals().items()}
         return {
             "tok_s": tokens / elapsed,
             "steps": self.steps() - steps_before,
+            # Where the decode thread's time went: prefills stall every sequence's steps.
+            "seconds": round(elapsed, 2),
+            "prefill_s": round(spent.get("prefill", 0.0), 2),
+            "decode_s": round(spent.get("decode", 0.0), 2),
             "kv_per_seq_gb": self.workspace.peak_used * block_bytes / documents / GB,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0

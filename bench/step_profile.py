@@ -109,6 +109,44 @@ def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ign
     return {"wall_ms_per_step": wall_ms, **table}
 
 
+def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-untyped-def]
+    """One group's prefill (BOS + pages + prompt), as the scheduler admits a group: every
+    running sequence waits for it."""
+    from bench.engine_bench import free_running_guard, stand_in
+    from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
+
+    options = SimpleNamespace(
+        workspace_gb=4.0, block_size=32, concurrency=1, group_size=args.pages, no_cuda_graphs=True
+    )
+    engine = Engine(model, options, device, dtype, 0)
+    hidden = model.config.text_config.hidden_size
+
+    def admit(seed: int) -> None:
+        new = [NewSegment("bos", engine.embed(torch.tensor([0], device=device)))]
+        new += [
+            NewSegment("page", stand_in(273, hidden, device, dtype, seed + p), page_no=p)
+            for p in range(args.pages)
+        ]
+        guard = free_running_guard(args.pages)
+        engine.scheduler.submit(DecodeRequest(f"f{seed}", [], new, guard, 4, ignore_eos=True))
+        engine.scheduler.step()  # admission: the prefill, then one decode step
+        engine.scheduler.abort_all()
+
+    admit(0)  # warm-up
+    sync(device)
+    started = time.perf_counter()
+    for seed in range(1, 4):
+        admit(seed * 100)
+    sync(device)
+    result: dict = {"tokens": 273 * args.pages + 1, "ms": (time.perf_counter() - started) * 333}
+    if device.type == "cuda":
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            admit(999)
+            sync(device)
+        result["kernels"] = kernel_table(prof, 1)
+    return result
+
+
 def vision_profile(model, args, device) -> dict:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
     page = rng.integers(0, 256, size=(2339, 1654, 3), dtype=np.uint8)  # A4 at 200 dpi
@@ -167,6 +205,10 @@ def main() -> None:
             print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
         for name, cell in list(row["top"].items())[:8]:
             print(f"    {cell['us']:>9.0f} us {cell['count']:>5.0f}x  {name}")
+    results["prefill"] = pre = prefill_profile(model, args, device, dtype)
+    print(f"\nprefill of one {args.pages}-page group ({pre['tokens']} tokens): {pre['ms']:.1f} ms")
+    for name, cell in pre.get("kernels", {}).get("families", {}).items():
+        print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
     if not args.skip_vision:
         results["vision"] = vision = vision_profile(model, args, device)
         print(f"\nvision: preprocess {vision['preprocess_ms_per_page']:.1f} ms per page")
