@@ -101,6 +101,8 @@ class UnlimitedOcrSettings(_Section):
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
     cuda_graphs: bool = True  # replay the decode step as a CUDA graph (GPU only)
     fused_kernels: bool = True  # our Triton kernels for the decode step (GPU only)
+    # SAM's relative positions folded into q·k (sam_attention.py), not a bias in memory
+    fused_sam_rel_pos: bool = True
     kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group
     # A group whose boundary page's KV is reused here is fed that page's section as the previous
     # group wrote it, instead of decoding it again; off: the section is decoded (and skipped).

@@ -28,6 +28,7 @@ from ocr_worker.engines.unlimited_ocr.manifest import MANIFEST_NAME, verify_mani
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PAGE_MARKER, PREAMBLE_BUDGET, PageGuard
 from ocr_worker.engines.unlimited_ocr.preprocess import gundam_views, page_tensor
+from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
 from ocr_worker.engines.unlimited_ocr.scheduler import (
     DecodeRequest,
     Finished,
@@ -69,6 +70,8 @@ class UnlimitedOcrEngine(OcrEngine):
             text.bos_token_id,
         )
         self.image_size = model.config.vision_config.sam_config.image_size
+        if self.options.fused_sam_rel_pos:
+            use_fused_rel_pos(model)
         bytes_per_token = (
             text.num_hidden_layers
             * 2
