@@ -289,6 +289,11 @@ def main() -> None:
     parser.add_argument("--compare-torch", action="store_true", help="also the torch-ops step")
     parser.add_argument("--realistic-page-tokens", type=int, default=0)
     parser.add_argument("--realistic-pages", type=int, default=24)
+    # A GPU lease is short: some rules may be measured in part (the others in full).
+    parser.add_argument("--steps-only", nargs="*", default=[], help="rules: step times only")
+    parser.add_argument(
+        "--brief", nargs="*", default=[], help="rules: step times and --throughput-docs only"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -324,14 +329,18 @@ def main() -> None:
         for sequences in sorted({1, args.concurrency, *args.step_batches}):
             results[f"{rule}_step_ms_{sequences}"] = engine.step_ms(sequences, args.group_size, 50)
             print(f"{rule}_step_ms_{sequences}", results[f"{rule}_step_ms_{sequences}"], flush=True)
-        for pages in args.pages:
+        if rule in args.steps_only:
+            continue
+        brief = rule in args.brief
+        for pages in [] if brief else args.pages:
             results[f"{rule}_{pages}p_1"] = engine.run(1, pages, 32)
             print(f"{rule}_{pages}p_1", results[f"{rule}_{pages}p_1"], flush=True)
-        for docs in sorted({1, args.concurrency, *args.throughput_docs}):
+        every = {1, args.concurrency, *args.throughput_docs}
+        for docs in sorted(set(args.throughput_docs) if brief else every):
             engine.scheduler.max_concurrency = max(args.concurrency, docs)
             results[f"{rule}_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
             print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
-        if args.realistic_page_tokens and rule != "rswa_torch":
+        if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency
             per_group = args.realistic_page_tokens * args.group_size
             key = f"{rule}_realistic_{args.realistic_pages}p_{args.concurrency}"

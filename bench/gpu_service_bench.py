@@ -333,7 +333,10 @@ def main() -> None:
                 brief = {k: v for k, v in report["service"][str(c)].items() if k != "memory"}
                 print("service", c, brief, flush=True)
                 out.write_text(json.dumps(report, indent=1))
-        evidence(args.out)
+                if c == args.concurrency[0]:
+                    evidence(args.out)  # while the worker holds the card, before longer runs
+        else:
+            evidence(args.out)
         if args.kill:
             report["kill"] = killed_mid_document(client, make_documents(1, [100])[0])
             print("kill", report["kill"], flush=True)

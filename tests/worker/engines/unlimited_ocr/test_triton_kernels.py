@@ -5,6 +5,7 @@ with them against the full-recompute reference, token for token."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 import torch
@@ -114,6 +115,87 @@ def test_add_rms_norm_equals_the_models_rmsnorm_after_the_residual_add() -> None
     torch.testing.assert_close(alone, norm(x).detach())
 
 
+def _text_config(**overrides):  # type: ignore[no-untyped-def]
+    from transformers.models.unlimited_ocr.configuration_unlimited_ocr import (
+        UnlimitedOcrTextConfig,
+    )
+
+    # v1's MoE in proportion (top-6, two shared experts merged, hidden/expert = 1280/896),
+    # small enough for the interpreter.
+    base = dict(
+        hidden_size=160,
+        moe_intermediate_size=112,
+        intermediate_size=320,
+        n_routed_experts=12,
+        num_experts_per_tok=6,
+        n_shared_experts=2,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS,
+    )
+    return UnlimitedOcrTextConfig(**{**base, **overrides})
+
+
+def _live(module: Any, seed: int) -> Any:
+    g = torch.Generator().manual_seed(seed)
+    for parameter in module.parameters():
+        parameter.data = torch.randn(parameter.shape, generator=g) * 0.05
+    return module.eval()
+
+
+@pytest.mark.parametrize("tokens", [1, 80])  # one sequence; enough that experts get 2+ blocks
+def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp, fused_mlp
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=tokens)
+    moe.experts.config._experts_implementation = "eager"  # a module alone has none set
+    ours = fused_mlp(moe)
+    assert isinstance(ours, _MoeMlp)
+    h = torch.randn(tokens, 160, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        expected = moe(h[None])[0]
+        got = ours(h)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+        ids, _ = kernels_moe().route(h, moe.gate.weight, 6, 1.0)
+        chosen = moe.gate(h)[2]
+        assert torch.equal(ids.sort(dim=1).values.long(), chosen.sort(dim=1).values)
+        if tokens > 1:  # a token's output does not depend on which tokens share its step
+            torch.testing.assert_close(ours(h[3:4])[0], got[3], rtol=1e-5, atol=1e-6)
+            experts_used = ids.unique().numel()
+            pairs_on_busiest = ids.flatten().bincount().max().item()
+            rows = kernels_moe().rows_per_program(tokens)
+            assert experts_used == 12 and pairs_on_busiest > rows  # several blocks per expert
+
+
+def test_the_dense_mlp_kernels_equal_the_models_first_layer_mlp() -> None:
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMLP
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import _DenseMlp, fused_mlp
+
+    mlp = _live(UnlimitedOcrTextMLP(_text_config()), seed=3)
+    ours = fused_mlp(mlp)
+    assert isinstance(ours, _DenseMlp)
+    h = torch.randn(20, 160, generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(h), mlp(h), rtol=1e-5, atol=1e-6)
+
+
+def test_an_mlp_the_kernels_do_not_cover_stays_the_module() -> None:
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+
+    grouped = UnlimitedOcrTextMoe(_text_config(topk_method="group_limited_greedy", n_group=2))
+    assert fused_mlp(grouped) is grouped
+
+
+def kernels_moe():  # type: ignore[no-untyped-def]
+    from ocr_worker.engines.unlimited_ocr import moe_kernels
+
+    return moe_kernels
+
+
 def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) -> None:  # type: ignore[no-untyped-def]
     """A ragged batch through the fused step: ring wraps, sequences join and leave."""
     workspace = VisualKVWorkspace(num_blocks=256, block_size=BLOCK)
@@ -128,6 +210,10 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) 
     called = 0
     fused = runner.fused
     assert fused is not None
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import _DenseMlp, _MoeMlp
+
+    assert isinstance(fused.mlps[0], _DenseMlp)  # the MLPs go through their kernels too
+    assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])
 
     def counted(*args):  # type: ignore[no-untyped-def]
         nonlocal called

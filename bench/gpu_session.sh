@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
+# the card: the GPU tests, the decode-step profile, the engine bench, then the whole service
+# (gpu_run.sh: bare engine against the service, the worker killed mid-document).
+#   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
+#   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
+#   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
+# The service part waits for $GPU_STACK_DIR/installed: a lent machine's calls carry 64 MiB each,
+# so the service's wheels may come with a later call while the first parts run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-/tmp/gpusession}
+mkdir -p "$OUTDIR"
+export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
+export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
+part() { echo "== $1 $(date -u +%T)"; }
+
+part tests
+timeout 300 python3 -m pytest --noconftest -q -rf -m gpu \
+  tests/worker/engines/unlimited_ocr/test_gpu.py tests/worker/engines/unlimited_ocr/test_gpu_parity.py \
+  >"$OUTDIR/gpu_tests.log" 2>&1
+tail -25 "$OUTDIR/gpu_tests.log"
+part profile
+timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
+tail -30 "$OUTDIR/step_profile.log"
+part engine
+timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
+  --pages 100 --step-batches 1 16 128 --throughput-docs 16 128 --steps-only rswa_torch \
+  --brief srswa --realistic-page-tokens 700 --realistic-pages 24 \
+  --out "$OUTDIR/engine_bench.json" >"$OUTDIR/engine_bench.log" 2>&1
+tail -30 "$OUTDIR/engine_bench.log"
+part service
+while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
+BARE=${BARE:-16 128} SERVICE=${SERVICE:-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
+  bash bench/gpu_run.sh "$OUTDIR/service" 2>&1 | tail -40
+part done

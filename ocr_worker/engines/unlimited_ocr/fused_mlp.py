@@ -1,0 +1,71 @@
+"""A decoder layer's MLP through moe_kernels.py: the dense first layer as one SiLU-gated MLP,
+the MoE layers as routing, the chosen experts, the shared experts and their sum. Built from the
+native modules' weights (no copy of the experts); the module itself stays the reference and
+the fallback for any shape or setting the kernels do not cover."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
+
+
+def fused_mlp(mlp: Any) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The kernels' version of ``mlp`` (UnlimitedOcrTextMLP or UnlimitedOcrTextMoe), or the
+    module itself where they do not apply."""
+    try:
+        return _MoeMlp(mlp) if hasattr(mlp, "experts") else _DenseMlp(mlp)
+    except _Unsupported:
+        return mlp  # type: ignore[no-any-return]
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _DenseMlp:
+    def __init__(self, mlp: Any) -> None:
+        self.gate_up, self.down = _stacked(mlp)
+
+    def __call__(self, h: torch.Tensor) -> torch.Tensor:
+        return kernels.expert_mlp(h, self.gate_up, self.down)
+
+
+class _MoeMlp:
+    def __init__(self, moe: Any) -> None:
+        router, experts = moe.gate, moe.experts
+        if router.topk_method != "greedy" or getattr(experts, "is_transposed", False):
+            raise _Unsupported
+        if getattr(experts, "has_bias", False) or _act_name(experts.act_fn) != "silu":
+            raise _Unsupported
+        hidden, inter = experts.down_proj.shape[1], experts.down_proj.shape[2]
+        if not kernels.tiles_fit(hidden, inter):
+            raise _Unsupported
+        self.router, self.top_k = router.weight, router.top_k
+        self.scale = float(router.routed_scaling_factor)
+        self.gate_up, self.down = experts.gate_up_proj, experts.down_proj
+        self.shared_gate_up, self.shared_down = _stacked(moe.shared_experts)
+
+    def __call__(self, h: torch.Tensor) -> torch.Tensor:
+        ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
+        routed = kernels.expert_mlp(h, self.gate_up, self.down, ids, weights)
+        shared = kernels.expert_mlp(h, self.shared_gate_up, self.shared_down)
+        return kernels.combine(routed, shared, self.top_k)
+
+
+def _stacked(mlp: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """A gate/up/down MLP as one expert: gate_up (1, 2·I, hidden), down (1, hidden, I)."""
+    if mlp.gate_proj.bias is not None or _act_name(mlp.act_fn) != "silu":
+        raise _Unsupported
+    down = mlp.down_proj.weight  # (hidden, I)
+    if not kernels.tiles_fit(*down.shape):
+        raise _Unsupported
+    gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])  # gate rows first
+    return gate_up[None], down[None]
+
+
+def _act_name(act: Any) -> str:
+    return type(act).__name__.lower().replace("activation", "")

@@ -1,0 +1,303 @@
+"""The decoder's MLPs for the decode step in four Triton kernels (GPU, or Triton's interpreter
+in tests): routing, the experts' gate/up projections with SiLU, their down projections, and the
+weighted sum with the shared experts.
+
+The step profile (bench/RESULTS.md) found transformers' MoE at ~25 kernels per layer for one
+token: an fp32 router GEMM, softmax, top-k, a sort, a histogram, gathers, two grouped GEMMs,
+SiLU, the weighting and an unpermute. Here routing runs on the GPU with no host sync and no
+sort: each program of the expert kernels finds the pairs (token, choice) routed to its expert
+by itself, from the top-k table, and skips the work when there are none, so one token reads
+only its six experts' weights and 128 tokens read each chosen expert's weights once.
+
+Rounding follows transformers' grouped_mm path: projections rounded to the model's dtype,
+SiLU(gate)·up in that dtype, the routing weight applied in fp32, the top-k summed in fp32 and
+rounded once, then the shared experts' output added in the model's dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def rows_per_program(tokens: int) -> int:
+    """Pairs one program takes: tl.dot's smallest tile (16) while that holds an expert's usual
+    share (top-6 of 64: ~1.5 pairs per 16 tokens), else 32, so that at 128 tokens (~12 pairs
+    per expert, rarely over 20) each expert's weights are still read once."""
+    return 16 if tokens <= 32 else 32
+
+
+@triton.jit
+def _route(
+    h_ptr,
+    w_ptr,
+    ids_ptr,
+    weights_ptr,
+    scale,
+    HIDDEN: tl.constexpr,
+    EXPERTS: tl.constexpr,
+    EXPERTS_POW2: tl.constexpr,
+    TOP_K: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """One token: fp32 router logits, softmax, the TOP_K largest (lowest index on a tie)."""
+    n = tl.program_id(0)
+    e = tl.arange(0, EXPERTS_POW2)
+    real = e < EXPERTS
+    logits = tl.zeros((EXPERTS_POW2,), tl.float32)
+    for start in range(0, HIDDEN, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        inside = k < HIDDEN
+        x = tl.load(h_ptr + n * HIDDEN + k, mask=inside, other=0.0).to(tl.float32)
+        w = tl.load(
+            w_ptr + e[:, None] * HIDDEN + k[None, :],
+            mask=real[:, None] & inside[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        logits += tl.sum(w * x[None, :], axis=1)
+    logits = tl.where(real, logits, float("-inf"))
+    p = tl.exp(logits - tl.max(logits, axis=0))
+    p = tl.where(real, p / tl.sum(p, axis=0), -1.0)
+    for choice in tl.static_range(TOP_K):
+        best = tl.max(p, axis=0)
+        index = tl.min(tl.where(p == best, e, EXPERTS_POW2), axis=0)
+        tl.store(ids_ptr + n * TOP_K + choice, index)
+        tl.store(weights_ptr + n * TOP_K + choice, best * scale)
+        p = tl.where(e == index, -1.0, p)
+
+
+@triton.jit
+def _my_rows(
+    ids_ptr,
+    expert,
+    block,
+    tokens,
+    TOP_K: tl.constexpr,
+    PAIRS_POW2: tl.constexpr,
+    ROUTED: tl.constexpr,
+    ROWS: tl.constexpr,
+):
+    """This program's ROWS pairs: the block-th ROWS of those routed to ``expert`` (their index
+    in the top-k table, and their token), or, unrouted (shared experts, dense MLP), tokens
+    block·ROWS onward. Returns (pair, token, present, how many pairs the expert has)."""
+    want = block * ROWS + tl.arange(0, ROWS)
+    if ROUTED:
+        p = tl.arange(0, PAIRS_POW2)
+        mine = tl.load(ids_ptr + p, mask=p < tokens * TOP_K, other=-1) == expert
+        count = tl.sum(mine.to(tl.int32), axis=0)
+        rank = tl.cumsum(mine.to(tl.int32), axis=0) - 1
+        match = (rank[None, :] == want[:, None]) & mine[None, :]  # (ROWS, pairs)
+        pair = tl.sum(tl.where(match, p[None, :], 0), axis=1)
+        return pair, pair // TOP_K, want < count, count
+    return want, want, want < tokens, tokens
+
+
+@triton.jit
+def _gate_up(
+    h_ptr,
+    ids_ptr,
+    w_ptr,
+    act_ptr,
+    tokens,
+    HIDDEN: tl.constexpr,
+    INTER: tl.constexpr,
+    TOP_K: tl.constexpr,
+    PAIRS_POW2: tl.constexpr,
+    ROUTED: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """act[pair, n] = SiLU(h·Wg[e]ᵀ)·(h·Wu[e]ᵀ) for a tile of the expert's intermediate columns."""
+    expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    pair, token, present, count = _my_rows(
+        ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, ROUTED, ROWS
+    )
+    if block * ROWS >= count:  # nothing routed here: this expert's weights are never read
+        return
+    dtype = act_ptr.dtype.element_ty
+    n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
+    weights = w_ptr + expert.to(tl.int64) * (2 * INTER * HIDDEN)
+    gate = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    up = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    for start in range(0, HIDDEN, BLOCK_K):
+        k = start + tl.arange(0, BLOCK_K)
+        x = tl.load(h_ptr + token[:, None] * HIDDEN + k[None, :], mask=present[:, None], other=0.0)
+        w_gate = tl.load(weights + n[:, None] * HIDDEN + k[None, :])  # (BLOCK_N, BLOCK_K)
+        w_up = tl.load(weights + (INTER + n[:, None]) * HIDDEN + k[None, :])
+        gate = tl.dot(x, tl.trans(w_gate), gate, input_precision=PRECISION)
+        up = tl.dot(x, tl.trans(w_up), up, input_precision=PRECISION)
+    gate = gate.to(dtype).to(tl.float32)
+    silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
+    act = (silu * up.to(dtype).to(tl.float32)).to(dtype)
+    tl.store(act_ptr + pair[:, None] * INTER + n[None, :], act, mask=present[:, None])
+
+
+@triton.jit
+def _down(
+    act_ptr,
+    ids_ptr,
+    topk_weights_ptr,
+    w_ptr,
+    out_ptr,
+    tokens,
+    HIDDEN: tl.constexpr,
+    INTER: tl.constexpr,
+    TOP_K: tl.constexpr,
+    PAIRS_POW2: tl.constexpr,
+    ROUTED: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """out[pair] = act[pair]·Wd[e]ᵀ, rounded, then (routed) times the pair's weight in fp32."""
+    expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    pair, token, present, count = _my_rows(
+        ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, ROUTED, ROWS
+    )
+    if block * ROWS >= count:
+        return
+    dtype = act_ptr.dtype.element_ty
+    n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
+    weights = w_ptr + expert.to(tl.int64) * (HIDDEN * INTER)
+    acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    for start in range(0, INTER, BLOCK_K):
+        k = start + tl.arange(0, BLOCK_K)
+        a = tl.load(act_ptr + pair[:, None] * INTER + k[None, :], mask=present[:, None], other=0.0)
+        w = tl.load(weights + n[:, None] * INTER + k[None, :])
+        acc = tl.dot(a, tl.trans(w), acc, input_precision=PRECISION)
+    y = acc.to(dtype)
+    if ROUTED:
+        weight = tl.load(topk_weights_ptr + pair, mask=present, other=0.0)
+        out = y.to(tl.float32) * weight[:, None]
+        tl.store(out_ptr + pair[:, None] * HIDDEN + n[None, :], out, mask=present[:, None])
+    else:
+        tl.store(out_ptr + token[:, None] * HIDDEN + n[None, :], y, mask=present[:, None])
+
+
+@triton.jit
+def _combine(
+    routed_ptr,
+    shared_ptr,
+    out_ptr,
+    HIDDEN: tl.constexpr,
+    TOP_K: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """out[t] = round(Σ_k routed[t, k]) + shared[t], as transformers sums and adds them."""
+    n = tl.program_id(0)
+    columns = tl.arange(0, BLOCK)
+    inside = columns < HIDDEN
+    dtype = out_ptr.dtype.element_ty
+    total = tl.zeros((BLOCK,), tl.float32)
+    for choice in tl.static_range(TOP_K):
+        total += tl.load(
+            routed_ptr + (n * TOP_K + choice) * HIDDEN + columns, mask=inside, other=0.0
+        )
+    shared = tl.load(shared_ptr + n * HIDDEN + columns, mask=inside, other=0.0).to(tl.float32)
+    out = (total.to(dtype).to(tl.float32) + shared).to(dtype)
+    tl.store(out_ptr + n * HIDDEN + columns, out, mask=inside)
+
+
+def route(
+    h: torch.Tensor, router: torch.Tensor, top_k: int, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """h: (N, hidden); router: (E, hidden). Returns the chosen experts (N, top_k) int32 and
+    their softmax probabilities times ``scale`` (N, top_k) fp32."""
+    count, hidden = h.shape
+    experts = router.shape[0]
+    ids = torch.empty(count, top_k, device=h.device, dtype=torch.int32)
+    weights = torch.empty(count, top_k, device=h.device, dtype=torch.float32)
+    _route[(count,)](
+        h.contiguous(),
+        router,
+        ids,
+        weights,
+        scale,
+        HIDDEN=hidden,
+        EXPERTS=experts,
+        EXPERTS_POW2=triton.next_power_of_2(experts),
+        TOP_K=top_k,
+        BLOCK=min(128, triton.next_power_of_2(hidden)),
+    )
+    return ids, weights
+
+
+def expert_mlp(
+    h: torch.Tensor,
+    gate_up: torch.Tensor,
+    down: torch.Tensor,
+    ids: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """SiLU-gated MLPs over stacked weights: gate_up (E, 2·I, hidden) with the gate rows first,
+    down (E, hidden, I). Routed (ids, weights: (N, top_k)): each token through its chosen
+    experts, returned per pair in fp32, (N·top_k, hidden), weighted. Unrouted: every token
+    through the one MLP (E = 1), returned (N, hidden) in h's dtype."""
+    count, hidden = h.shape
+    experts, inter = down.shape[0], down.shape[2]
+    routed = ids is not None
+    top_k = ids.shape[1] if ids is not None else 1
+    pairs = count * top_k
+    act = torch.empty(pairs, inter, device=h.device, dtype=h.dtype)
+    out = torch.empty(pairs, hidden, device=h.device, dtype=torch.float32 if routed else h.dtype)
+    ids_arg = ids if ids is not None else act  # unread when unrouted
+    rows = rows_per_program(count)
+    common = dict(
+        HIDDEN=hidden,
+        INTER=inter,
+        TOP_K=top_k,
+        PAIRS_POW2=triton.next_power_of_2(pairs),
+        ROUTED=routed,
+        ROWS=rows,
+        PRECISION="ieee" if h.dtype == torch.float32 else "tf32",
+    )
+    blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
+    x = h.contiguous()
+    # Narrow gate/up tiles: at one token only six experts work, so more programs read them.
+    block_n, block_k = _tile(inter, 32), _tile(hidden)
+    _gate_up[(experts, blocks, inter // block_n)](
+        x, ids_arg, gate_up, act, count, BLOCK_N=block_n, BLOCK_K=block_k, **common
+    )
+    block_n, block_k = _tile(hidden), _tile(inter)
+    _down[(experts, blocks, hidden // block_n)](
+        act,
+        ids_arg,
+        weights if weights is not None else out,
+        down,
+        out,
+        count,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        **common,
+    )
+    return out
+
+
+def combine(routed: torch.Tensor, shared: torch.Tensor, top_k: int) -> torch.Tensor:
+    """routed: (N·top_k, hidden) fp32 weighted pairs; shared: (N, hidden). Returns (N, hidden)."""
+    count, hidden = shared.shape
+    out = torch.empty_like(shared)
+    _combine[(count,)](
+        routed,
+        shared.contiguous(),
+        out,
+        HIDDEN=hidden,
+        TOP_K=top_k,
+        BLOCK=triton.next_power_of_2(hidden),
+    )
+    return out
+
+
+def tiles_fit(hidden: int, inter: int) -> bool:
+    """Whether these kernels' tiles divide the projections' sizes (they do for v1 and the tiny
+    test model); the caller keeps the torch ops otherwise."""
+    return all(size % 16 == 0 for size in (hidden, inter))
+
+
+def _tile(size: int, largest: int = 64) -> int:
+    """The largest of 64, 32, 16 (up to ``largest``) that divides ``size``."""
+    return next(t for t in (64, 32, 16) if t <= largest and size % t == 0)
