@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
-# the card: the GPU tests, the decode-step profile, the engine bench, then the whole service
-# (gpu_run.sh: bare engine against the service, the worker killed mid-document).
+# the card: the GPU tests, one MLP layer's kernels, the decode-step profile, the engine bench,
+# then the whole service (gpu_run.sh: the bare engine against the service, a worker killed).
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
@@ -20,6 +20,9 @@ timeout 300 python3 -m pytest --noconftest -q -rf -m gpu \
   tests/worker/engines/unlimited_ocr/test_gpu.py tests/worker/engines/unlimited_ocr/test_gpu_parity.py \
   >"$OUTDIR/gpu_tests.log" 2>&1
 tail -25 "$OUTDIR/gpu_tests.log"
+part mlp
+timeout 180 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
+tail -14 "$OUTDIR/mlp_bench.log"
 part profile
 timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
 tail -30 "$OUTDIR/step_profile.log"

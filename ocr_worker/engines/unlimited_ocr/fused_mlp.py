@@ -1,5 +1,5 @@
-"""A decoder layer's MLP through moe_kernels.py: the dense first layer as one SiLU-gated MLP,
-the MoE layers as routing, the chosen experts, the shared experts and their sum. Built from the
+"""A decoder layer's MoE through moe_kernels.py: routing, the chosen experts, the shared
+experts and their sum (and, on request, the dense first layer as one SiLU-gated MLP). Built from the
 native modules' weights (no copy of the experts); the module itself stays the reference and
 the fallback for any shape or setting the kernels do not cover."""
 
@@ -13,11 +13,15 @@ import torch
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
 
 
-def fused_mlp(mlp: Any) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The kernels' version of ``mlp`` (UnlimitedOcrTextMLP or UnlimitedOcrTextMoe), or the
-    module itself where they do not apply."""
+def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The kernels' version of ``mlp`` (UnlimitedOcrTextMoe, or with ``dense`` the first
+    layer's UnlimitedOcrTextMLP), or the module itself where they do not apply. The dense
+    MLP stays with cuBLAS by default: one 6848-wide MLP is what cuBLAS does best (28 µs
+    against our 41-67 on the H200, bench/mlp_bench.py)."""
     try:
-        return _MoeMlp(mlp) if hasattr(mlp, "experts") else _DenseMlp(mlp)
+        if hasattr(mlp, "experts"):
+            return _MoeMlp(mlp)
+        return _DenseMlp(mlp) if dense else mlp  # type: ignore[no-any-return]
     except _Unsupported:
         return mlp  # type: ignore[no-any-return]
 
@@ -29,9 +33,10 @@ class _Unsupported(Exception):
 class _DenseMlp:
     def __init__(self, mlp: Any) -> None:
         self.gate_up, self.down = _stacked(mlp)
+        self.tiles: kernels.Tiles | None = None  # None: by the token count
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
-        return kernels.expert_mlp(h, self.gate_up, self.down)
+        return kernels.expert_mlp(h, self.gate_up, self.down, tiles=self.tiles)
 
 
 class _MoeMlp:
@@ -48,11 +53,12 @@ class _MoeMlp:
         self.scale = float(router.routed_scaling_factor)
         self.gate_up, self.down = experts.gate_up_proj, experts.down_proj
         self.shared_gate_up, self.shared_down = _stacked(moe.shared_experts)
+        self.tiles: kernels.Tiles | None = None  # None: by the token count
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
         ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
-        routed = kernels.expert_mlp(h, self.gate_up, self.down, ids, weights)
-        shared = kernels.expert_mlp(h, self.shared_gate_up, self.shared_down)
+        routed = kernels.expert_mlp(h, self.gate_up, self.down, ids, weights, self.tiles)
+        shared = kernels.expert_mlp(h, self.shared_gate_up, self.shared_down, tiles=self.tiles)
         return kernels.combine(routed, shared, self.top_k)
 
 

@@ -16,9 +16,29 @@ rounded once, then the shared experts' output added in the model's dtype.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """Tile widths and launch shape of the expert kernels (bench/mlp_bench.py compares some)."""
+
+    gate_up_n: int = 32
+    down_n: int = 64
+    k: int = 128
+    warps: int = 4
+    stages: int = 3
+
+
+def tiles_for(tokens: int) -> Tiles:
+    """Measured on the H200 with v1's MoE (bench/mlp_bench.py, bench/RESULTS.md): narrow tiles
+    while few experts work (more programs share the reading of their weights), wide ones
+    with eight warps once every expert has a dozen pairs (128 tokens: 197 µs against 288)."""
+    return Tiles() if tokens <= 32 else Tiles(gate_up_n=64, down_n=128, k=128, warps=8)
 
 
 def rows_per_program(tokens: int) -> int:
@@ -29,23 +49,21 @@ def rows_per_program(tokens: int) -> int:
 
 
 @triton.jit
-def _route(
+def _router_logits(
     h_ptr,
     w_ptr,
-    ids_ptr,
-    weights_ptr,
-    scale,
+    logits_ptr,
     HIDDEN: tl.constexpr,
     EXPERTS: tl.constexpr,
-    EXPERTS_POW2: tl.constexpr,
-    TOP_K: tl.constexpr,
+    GROUP: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """One token: fp32 router logits, softmax, the TOP_K largest (lowest index on a tie)."""
-    n = tl.program_id(0)
-    e = tl.arange(0, EXPERTS_POW2)
+    """GROUP experts' fp32 logits for one token: many small programs, as one token's router
+    weights (E·hidden fp32) read by a single program took 23 µs."""
+    n, g = tl.program_id(0), tl.program_id(1)
+    e = g * GROUP + tl.arange(0, GROUP)
     real = e < EXPERTS
-    logits = tl.zeros((EXPERTS_POW2,), tl.float32)
+    logits = tl.zeros((GROUP,), tl.float32)
     for start in range(0, HIDDEN, BLOCK):
         k = start + tl.arange(0, BLOCK)
         inside = k < HIDDEN
@@ -56,7 +74,24 @@ def _route(
             other=0.0,
         ).to(tl.float32)
         logits += tl.sum(w * x[None, :], axis=1)
-    logits = tl.where(real, logits, float("-inf"))
+    tl.store(logits_ptr + n * EXPERTS + e, logits, mask=real)
+
+
+@triton.jit
+def _top_k(
+    logits_ptr,
+    ids_ptr,
+    weights_ptr,
+    scale,
+    EXPERTS: tl.constexpr,
+    EXPERTS_POW2: tl.constexpr,
+    TOP_K: tl.constexpr,
+):
+    """One token: softmax over the logits, the TOP_K largest (lowest index on a tie)."""
+    n = tl.program_id(0)
+    e = tl.arange(0, EXPERTS_POW2)
+    real = e < EXPERTS
+    logits = tl.load(logits_ptr + n * EXPERTS + e, mask=real, other=float("-inf"))
     p = tl.exp(logits - tl.max(logits, axis=0))
     p = tl.where(real, p / tl.sum(p, axis=0), -1.0)
     for choice in tl.static_range(TOP_K):
@@ -211,17 +246,25 @@ def route(
     experts = router.shape[0]
     ids = torch.empty(count, top_k, device=h.device, dtype=torch.int32)
     weights = torch.empty(count, top_k, device=h.device, dtype=torch.float32)
-    _route[(count,)](
+    logits = torch.empty(count, experts, device=h.device, dtype=torch.float32)
+    group = 8
+    _router_logits[(count, triton.cdiv(experts, group))](
         h.contiguous(),
         router,
+        logits,
+        HIDDEN=hidden,
+        EXPERTS=experts,
+        GROUP=group,
+        BLOCK=min(256, triton.next_power_of_2(hidden)),
+    )
+    _top_k[(count,)](
+        logits,
         ids,
         weights,
         scale,
-        HIDDEN=hidden,
         EXPERTS=experts,
         EXPERTS_POW2=triton.next_power_of_2(experts),
         TOP_K=top_k,
-        BLOCK=min(128, triton.next_power_of_2(hidden)),
     )
     return ids, weights
 
@@ -232,6 +275,7 @@ def expert_mlp(
     down: torch.Tensor,
     ids: torch.Tensor | None = None,
     weights: torch.Tensor | None = None,
+    tiles: Tiles | None = None,
 ) -> torch.Tensor:
     """SiLU-gated MLPs over stacked weights: gate_up (E, 2·I, hidden) with the gate rows first,
     down (E, hidden, I). Routed (ids, weights: (N, top_k)): each token through its chosen
@@ -257,12 +301,13 @@ def expert_mlp(
     )
     blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
     x = h.contiguous()
-    # Narrow gate/up tiles: at one token only six experts work, so more programs read them.
-    block_n, block_k = _tile(inter, 32), _tile(hidden)
+    tiles = tiles or tiles_for(count)
+    launch = dict(num_warps=tiles.warps, num_stages=tiles.stages)
+    block_n, block_k = _tile(inter, tiles.gate_up_n), _tile(hidden, tiles.k)
     _gate_up[(experts, blocks, inter // block_n)](
-        x, ids_arg, gate_up, act, count, BLOCK_N=block_n, BLOCK_K=block_k, **common
+        x, ids_arg, gate_up, act, count, BLOCK_N=block_n, BLOCK_K=block_k, **common, **launch
     )
-    block_n, block_k = _tile(hidden), _tile(inter)
+    block_n, block_k = _tile(hidden, tiles.down_n), _tile(inter, tiles.k)
     _down[(experts, blocks, hidden // block_n)](
         act,
         ids_arg,
@@ -273,6 +318,7 @@ def expert_mlp(
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         **common,
+        **launch,
     )
     return out
 
@@ -298,6 +344,6 @@ def tiles_fit(hidden: int, inter: int) -> bool:
     return all(size % 16 == 0 for size in (hidden, inter))
 
 
-def _tile(size: int, largest: int = 64) -> int:
-    """The largest of 64, 32, 16 (up to ``largest``) that divides ``size``."""
-    return next(t for t in (64, 32, 16) if t <= largest and size % t == 0)
+def _tile(size: int, largest: int) -> int:
+    """The largest of 128, 64, 32, 16 (up to ``largest``) that divides ``size``."""
+    return next(t for t in (128, 64, 32, 16) if t <= largest and size % t == 0)

@@ -166,7 +166,7 @@ class Scheduler:
     ) -> None:
         """Greedy for the whole batch with one device sync: the guard's bans and forced tokens
         applied, and the model's own choice kept to spot loops."""
-        wanted = logits.argmax(-1)
+        wanted = greedy(logits)
         banned_rows, banned_ids = [], []
         for b, (sequence, request) in enumerate(batch):
             banned = sequence.guard.banned() | (
@@ -178,7 +178,7 @@ class Scheduler:
         if banned_ids:
             masked = logits.clone()
             masked[banned_rows, banned_ids] = float("-inf")
-            chosen = masked.argmax(-1)
+            chosen = greedy(masked)
         picks = torch.stack([wanted, chosen]).tolist()
         for b, (sequence, request) in enumerate(batch):
             guard = sequence.guard
@@ -216,6 +216,19 @@ class Scheduler:
             finished.append(Finished(sequence, kept))
         self.running = still
         return finished
+
+
+def greedy(logits: torch.Tensor) -> torch.Tensor:
+    """``logits.argmax(-1)`` (the first of equal maxima), in two passes: on the GPU, torch's
+    reduction of one 129k-wide row runs on a few blocks (27 µs a call on the H200, two calls a
+    step); the maxima of 128 chunks, then the first chunk holding the largest, take ~10."""
+    rows, vocab = logits.shape
+    chunks = 128
+    if vocab % chunks:
+        return logits.argmax(-1)
+    values, index = logits.view(rows, chunks, vocab // chunks).max(-1)  # (B, chunks)
+    best = values.argmax(-1)
+    return best * (vocab // chunks) + index.gather(1, best[:, None])[:, 0]
 
 
 def free_segments(workspace: VisualKVWorkspace, segments: list[Segment]) -> None:

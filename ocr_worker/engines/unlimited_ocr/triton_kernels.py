@@ -29,14 +29,31 @@ TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence 
 # slices) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
 # steps come first), and the choice kept in Triton's cache for the next worker process. The
 # interpreter has no timing to learn from: it runs one config.
-_TILES = [(16, 2), (32, 4), (64, 4), (64, 8), (128, 8)]
+# (rows per tile, warps, pipeline stages): deeper pipelines keep more of the pool's rows in
+# flight, which the 128-sequence step (attention 6 of its 10 ms) needs to near the HBM's rate.
+_TILES = [
+    (16, 2, 3),
+    (32, 4, 3),
+    (32, 4, 5),
+    (64, 4, 3),
+    (64, 4, 4),
+    (64, 8, 3),
+    (64, 8, 5),
+    (128, 8, 3),
+    (128, 8, 4),
+]
 if os.environ.get("TRITON_INTERPRET") == "1":
-    _TILES = [(32, 4)]
+    _TILES = [(32, 4, 3)]
 
 
 @triton.autotune(
-    configs=[triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in _TILES],
-    key=["CHUNK", "HEADS", "SLICES"],
+    configs=[
+        triton.Config({"BLOCK": block}, num_warps=warps, num_stages=stages)
+        for block, warps, stages in _TILES
+    ],
+    # Tuned per shape class, not per shape: the step's row count grows a bucket at a time and
+    # each new one would otherwise cost a compile and a timing of every config.
+    key=["shape_class", "HEADS"],
     cache_results=True,
 )
 @triton.jit
@@ -48,11 +65,12 @@ def _attention_slices(
     valid_ptr,
     part_ptr,
     width,
+    chunk,  # rows per slice
+    slices,
     scale,
-    CHUNK: tl.constexpr,  # rows per slice (a constant: one compile per captured shape)
+    shape_class,  # for the autotuner's key only
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
-    SLICES: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     b, h, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -61,9 +79,9 @@ def _attention_slices(
     best = tl.full((), -1e30, tl.float32)  # finite: a slice with no valid row stays NaN-free
     total = tl.zeros((), tl.float32)
     acc = tl.zeros((DIM,), tl.float32)
-    start = s * CHUNK
-    end = tl.minimum(start + CHUNK, width)
-    for offset in range(0, CHUNK, BLOCK):  # the last tile may reach past the slice: masked
+    start = s * chunk
+    end = tl.minimum(start + chunk, width)
+    for offset in range(0, chunk, BLOCK):  # the last tile may reach past the slice: masked
         columns = start + offset + tl.arange(0, BLOCK)
         inside = columns < end
         row = tl.load(rows_ptr + b * width + columns, mask=inside, other=0)
@@ -78,7 +96,7 @@ def _attention_slices(
         total = total * shrink + tl.sum(p, axis=0)
         acc = acc * shrink + tl.sum(p[:, None] * v, axis=0)
         best = new_best
-    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
+    base = ((b * HEADS + h) * slices + s) * (DIM + 2)
     tl.store(part_ptr + base + d, acc)
     tl.store(part_ptr + base + DIM, best)
     tl.store(part_ptr + base + DIM + 1, total)
@@ -88,16 +106,16 @@ def _attention_slices(
 def _attention_merge(
     part_ptr,
     out_ptr,
+    slices,
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
-    SLICES: tl.constexpr,
     SLICES_POW2: tl.constexpr,
 ):
     b, h = tl.program_id(0), tl.program_id(1)
     s = tl.arange(0, SLICES_POW2)
     d = tl.arange(0, DIM)
-    inside = s < SLICES
-    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
+    inside = s < slices
+    base = ((b * HEADS + h) * slices + s) * (DIM + 2)
     best = tl.load(part_ptr + base + DIM, mask=inside, other=-1e30)
     total = tl.load(part_ptr + base + DIM + 1, mask=inside, other=0.0)
     acc = tl.load(part_ptr + base[:, None] + d[None, :], mask=inside[:, None], other=0.0)
@@ -132,16 +150,28 @@ def paged_decode_attention(
         valid.contiguous().view(torch.uint8),
         parts,
         width,
+        chunk,
+        slices,
         dim**-0.5,
-        CHUNK=chunk,
+        _shape_class(batch * heads * slices, chunk),
         HEADS=heads,
         DIM=dim,
-        SLICES=slices,
     )
     _attention_merge[(batch, heads)](
-        parts, out, HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)
+        parts,
+        out,
+        slices,
+        HEADS=heads,
+        DIM=dim,
+        SLICES_POW2=triton.next_power_of_2(slices),
     )
     return out
+
+
+def _shape_class(programs: int, chunk: int) -> int:
+    """Programs and rows per program, each to the power of two above: what the best tile
+    depends on."""
+    return (programs - 1).bit_length() * 100 + (chunk - 1).bit_length()
 
 
 @triton.jit

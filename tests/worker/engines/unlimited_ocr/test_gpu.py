@@ -125,7 +125,7 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
     gen = torch.Generator(device=DEVICE).manual_seed(tokens)
     h = torch.randn(tokens, 1280, device=DEVICE, generator=gen, dtype=torch.bfloat16)
     for mlp, kind in ((layers[0].mlp, _DenseMlp), (layers[1].mlp, _MoeMlp)):
-        ours = fused_mlp(mlp)
+        ours = fused_mlp(mlp, dense=True)
         assert isinstance(ours, kind)
         with torch.no_grad():
             expected = mlp(h[None])[0].float()
@@ -138,3 +138,15 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
         chosen = router(h)[2]
     same = (ids.sort(dim=1).values.long() == chosen.sort(dim=1).values).all(dim=1)
     assert same.float().mean().item() >= 0.99
+
+
+def test_greedy_on_the_card_picks_what_argmax_picks() -> None:
+    from ocr_worker.engines.unlimited_ocr.scheduler import greedy
+
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    logits = torch.randn(128, 129280, device=DEVICE, generator=gen)
+    logits[1, [5, 900]] = 50.0
+    logits[2, [1009, 1010, 129279]] = 50.0
+    logits[3] = 1.0
+    assert torch.equal(greedy(logits), logits.argmax(-1))
+    assert greedy(logits)[1:4].tolist() == [5, 1009, 0]

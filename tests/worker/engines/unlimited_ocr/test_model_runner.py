@@ -289,3 +289,21 @@ def test_the_ring_holds_the_fed_ids_kv_as_r_swa_computes_it(model) -> None:  # t
     for layer, expected in enumerate(values):
         stored = scheduler.runner.v_pool[layer, ring[last % WINDOW]]
         torch.testing.assert_close(stored, expected[prefix.shape[0] + last], rtol=1e-4, atol=1e-5)
+
+
+def test_greedy_picks_what_argmax_picks_ties_and_all() -> None:
+    """The scheduler's two-pass argmax: the first of equal maxima, wherever they fall
+    (inside one chunk, across chunks, at either end of the vocabulary)."""
+    from ocr_worker.engines.unlimited_ocr.scheduler import greedy
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 129280, generator=g)
+    logits[1, [5, 900]] = 50.0  # a tie inside the first chunk
+    logits[2, [1009, 1010, 129279]] = 50.0  # across a chunk edge and at the very end
+    logits[3, -1] = 60.0
+    logits[4, 0] = 60.0
+    logits[5] = 1.0  # all equal
+    torch.testing.assert_close(greedy(logits), logits.argmax(-1), rtol=0, atol=0)
+    assert greedy(logits).tolist()[1:] == [5, 1009, 129279, 0, 0]
+    odd = torch.randn(3, 1000, generator=g)  # not a multiple of the chunks: plain argmax
+    assert torch.equal(greedy(odd), odd.argmax(-1))

@@ -174,7 +174,8 @@ def test_the_dense_mlp_kernels_equal_the_models_first_layer_mlp() -> None:
     from ocr_worker.engines.unlimited_ocr.fused_mlp import _DenseMlp, fused_mlp
 
     mlp = _live(UnlimitedOcrTextMLP(_text_config()), seed=3)
-    ours = fused_mlp(mlp)
+    assert fused_mlp(mlp) is mlp  # by default the dense MLP stays with the module (cuBLAS)
+    ours = fused_mlp(mlp, dense=True)
     assert isinstance(ours, _DenseMlp)
     h = torch.randn(20, 160, generator=torch.Generator().manual_seed(8))
     with torch.no_grad():
@@ -210,10 +211,10 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) 
     called = 0
     fused = runner.fused
     assert fused is not None
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import _DenseMlp, _MoeMlp
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp
 
-    assert isinstance(fused.mlps[0], _DenseMlp)  # the MLPs go through their kernels too
-    assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])
+    assert fused.mlps[0] is model.model.language_model.layers[0].mlp  # cuBLAS's, dense
+    assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])  # the MoEs through ours
 
     def counted(*args):  # type: ignore[no-untyped-def]
         nonlocal called

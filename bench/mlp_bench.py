@@ -1,0 +1,127 @@
+"""One decoder MLP layer of the full-size v1 (random bf16 weights) for the decode step: ours
+(moe_kernels.py, several tile shapes) against transformers' own module (its grouped_mm experts),
+side by side, each replayed from a CUDA graph as the step runs it.
+
+    python3 -m bench.mlp_bench [--tokens 1 16 128]
+
+Prints µs per call and ours/transformers ratios for the MoE layer and the dense first layer,
+and the bytes of weights each call must read at the card's bandwidth (the floor)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ocr_worker.engines.unlimited_ocr import moe_kernels
+from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+
+Tiles = moe_kernels.Tiles
+VARIANTS: dict[str, Tiles | None] = {
+    "default": None,  # moe_kernels.tiles_for(tokens)
+    "k64": Tiles(k=64),
+    "n16": Tiles(gate_up_n=16, down_n=16),
+    "n16_s4": Tiles(gate_up_n=16, down_n=32, stages=4),
+    "s4": Tiles(stages=4),
+    "w8_n64_k128": Tiles(gate_up_n=64, down_n=128, warps=8),
+    "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
+    "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
+}
+BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
+
+
+def graphed_us(call: Callable[[], torch.Tensor], repeats: int = 20, rounds: int = 5) -> float:
+    """µs per call, ``repeats`` calls captured in one graph and replayed."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeats):
+            call()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(rounds):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000 / (repeats * rounds)
+
+
+def weight_bytes(mlp, tokens: int, h: torch.Tensor) -> int:  # type: ignore[no-untyped-def]
+    """Bytes of weights the call must read: the experts chosen for these tokens, all shared."""
+    if not hasattr(mlp, "experts"):
+        return sum(p.numel() * p.element_size() for p in mlp.parameters())
+    with torch.no_grad():
+        chosen = mlp.gate(h)[2].unique().numel()
+    per_expert = (mlp.experts.gate_up_proj[0].numel() + mlp.experts.down_proj[0].numel()) * 2
+    shared = sum(p.numel() * p.element_size() for p in mlp.shared_experts.parameters())
+    return int(chosen * per_expert + shared)
+
+
+def v1_layers(count: int, device: torch.device):  # type: ignore[no-untyped-def]
+    """The first ``count`` decoder layers of v1 (the dense one, then MoE), random bf16."""
+    from transformers.models.unlimited_ocr import (
+        UnlimitedOcrConfig,
+        UnlimitedOcrForConditionalGeneration,
+    )
+
+    from bench.full_checkpoint import randomize
+    from tests.worker.engines.unlimited_ocr.tiny_model import TINY_VISION
+
+    config = UnlimitedOcrConfig(vision_config=TINY_VISION, text_config={"num_hidden_layers": count})
+    with torch.device(device):
+        model = UnlimitedOcrForConditionalGeneration._from_config(config, dtype=torch.bfloat16)
+    randomize(model, torch.Generator(device=device).manual_seed(0))
+    return model.eval().model.language_model.layers
+
+
+def _call_module(mlp: Any, h: torch.Tensor) -> torch.Tensor:
+    return mlp(h[None])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 128])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    layers = v1_layers(2, device)
+    results: dict = {}
+    for name, mlp in (("dense", layers[0].mlp), ("moe", layers[1].mlp)):
+        ours: Any = fused_mlp(mlp, dense=True)
+        for tokens in args.tokens:
+            gen = torch.Generator(device=device).manual_seed(tokens)
+            h = torch.randn(tokens, 1280, device=device, dtype=torch.bfloat16, generator=gen)
+            with torch.no_grad():
+                row = {"transformers_us": graphed_us(functools.partial(_call_module, mlp, h))}
+                for variant, tiles in VARIANTS.items():
+                    ours.tiles = tiles
+                    row[f"ours_{variant}_us"] = graphed_us(functools.partial(ours, h))
+            row["floor_us"] = weight_bytes(mlp, tokens, h) / BANDWIDTH * 1e6
+            results[f"{name}_{tokens}"] = row
+            best = min((v, k) for k, v in row.items() if k.startswith("ours_"))
+            print(
+                f"{name:5} {tokens:4} tokens: transformers {row['transformers_us']:7.1f} µs, "
+                f"ours {row['ours_default_us']:7.1f} (best {best[1]} {best[0]:.1f}), "
+                f"ratio {row['ours_default_us'] / row['transformers_us']:.2f}, "
+                f"floor {row['floor_us']:.1f}",
+                flush=True,
+            )
+            print("   ", {k: round(v, 1) for k, v in row.items()}, flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
