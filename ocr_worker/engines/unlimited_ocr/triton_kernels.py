@@ -25,8 +25,8 @@ import triton.language as tl
 
 ROW_GRAIN = 16  # a slice's rows are a multiple of this
 TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
-# Tile sizes and warps are measured, not guessed: each shape class (slice length, heads,
-# slices) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
+# Tile sizes and warps are measured, not guessed: each shape class (slice length's class,
+# heads, programs to the power of two) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
 # steps come first), and the choice kept in Triton's cache for the next worker process. The
 # interpreter has no timing to learn from: it runs one config.
 # (rows per tile, warps, pipeline stages): deeper pipelines keep more of the pool's rows in
@@ -53,7 +53,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     ],
     # Tuned per shape class, not per shape: the step's row count grows a bucket at a time and
     # each new one would otherwise cost a compile and a timing of every config.
-    key=["shape_class", "HEADS"],
+    key=["shape_class", "HEADS", "CHUNK_CAP"],
     cache_results=True,
 )
 @triton.jit
@@ -71,6 +71,7 @@ def _attention_slices(
     shape_class,  # for the autotuner's key only
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
+    CHUNK_CAP: tl.constexpr,  # chunk rounded up: one compile per class of lengths, not each
     BLOCK: tl.constexpr,
 ):
     b, h, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -81,7 +82,7 @@ def _attention_slices(
     acc = tl.zeros((DIM,), tl.float32)
     start = s * chunk
     end = tl.minimum(start + chunk, width)
-    for offset in range(0, chunk, BLOCK):  # the last tile may reach past the slice: masked
+    for offset in range(0, CHUNK_CAP, BLOCK):  # the last tile may reach past the slice: masked
         columns = start + offset + tl.arange(0, BLOCK)
         inside = columns < end
         row = tl.load(rows_ptr + b * width + columns, mask=inside, other=0)
@@ -153,9 +154,10 @@ def paged_decode_attention(
         chunk,
         slices,
         dim**-0.5,
-        _shape_class(batch * heads * slices, chunk),
+        (batch * heads * slices - 1).bit_length(),
         HEADS=heads,
         DIM=dim,
+        CHUNK_CAP=_chunk_cap(chunk),
     )
     _attention_merge[(batch, heads)](
         parts,
@@ -168,10 +170,10 @@ def paged_decode_attention(
     return out
 
 
-def _shape_class(programs: int, chunk: int) -> int:
-    """Programs and rows per program, each to the power of two above: what the best tile
-    depends on."""
-    return (programs - 1).bit_length() * 100 + (chunk - 1).bit_length()
+def _chunk_cap(chunk: int) -> int:
+    """The loop's constant bound: the power of two above ``chunk`` up to 512, then the next
+    multiple of 512 (the tiles past the slice's end are masked, so they read nothing)."""
+    return triton.next_power_of_2(chunk) if chunk <= 512 else -(-chunk // 512) * 512
 
 
 @triton.jit
