@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import structlog
 
@@ -87,7 +88,15 @@ def document_files(job: Job, results: list[PageResult], status: str) -> dict[str
     }
 
 
-def write_document(store: ObjectStore, job: Job, *, status: str) -> None:
+# Builds the searchable PDF's bytes from the source pages and their results.
+PdfBuilder = Callable[[list[SourcePage], list[PageResult]], bytes]
+
+
+def write_document(
+    store: ObjectStore, job: Job, *, status: str, build_pdf: PdfBuilder | None = None
+) -> None:
+    """The document's result files; ``build_pdf`` builds the searchable PDF elsewhere (a render
+    process), else it is built here."""
     results = load_page_results(store, job)
     for fmt, content in document_files(job, results, status).items():
         store.put(
@@ -95,15 +104,20 @@ def write_document(store: ObjectStore, job: Job, *, status: str) -> None:
             content.encode(),
             object_keys.result_media_type(fmt),
         )
-    write_searchable_pdf(store, job, results)
+    write_searchable_pdf(store, job, results, build_pdf)
 
 
-def write_searchable_pdf(store: ObjectStore, job: Job, results: list[PageResult]) -> None:
+def write_searchable_pdf(
+    store: ObjectStore, job: Job, results: list[PageResult], build_pdf: PdfBuilder | None = None
+) -> None:
     """The scans with their text layer. Extra to the text results: if it cannot be built, the
     job keeps its other results and the API says the PDF is missing."""
     sources = [SourcePage(page.source_key, page.source_index) for page in job.pages]
     try:
-        data = build_searchable_pdf(store.get, sources, results)
+        if build_pdf is None:
+            data = build_searchable_pdf(store.get, sources, results)
+        else:
+            data = build_pdf(sources, results)
     except Exception:
         log.exception("result.searchable_pdf_failed", job_id=job.id)
         return

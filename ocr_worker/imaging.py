@@ -8,10 +8,11 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pymupdf
@@ -21,6 +22,8 @@ from ocr_api.core.logging import configure_logging
 from ocr_api.core.mupdf_messages import keep_mupdf_quiet, log_mupdf_messages
 from ocr_api.core.settings import S3Settings
 from ocr_api.core.storage import ObjectStore, make_object_store
+
+T = TypeVar("T")
 
 
 class PageRenderError(RuntimeError):
@@ -185,6 +188,11 @@ class ProcessRasterizer:
             initargs=(s3, dpi, max_side),
         )
 
+    def call(self, function: Callable[..., T], *args: Any) -> T:
+        """Run other PyMuPDF work in these processes, for the same reason: a module-level
+        ``function`` that reads stored files through ``process_store()``."""
+        return self.pool.submit(function, *args).result()
+
     def render_many(
         self, refs: list[tuple[str, int]], long_side: int | None = None
     ) -> list[RenderedPage | PageRenderError]:
@@ -242,6 +250,12 @@ def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
     watch = threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True)
     watch.start()
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)
+
+
+def process_store() -> ObjectStore:
+    """The object store of the render process this runs in."""
+    assert _Renderer.current is not None, "only inside a ProcessRasterizer's process"
+    return _Renderer.current.store
 
 
 def _render(key: str, index: int, long_side: int | None) -> _TimedRender:

@@ -7,6 +7,7 @@ A group whose worker died is taken over when its lease expires (see ``recover_st
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -36,6 +37,7 @@ from ocr_worker.imaging import (
     render_many,
 )
 from ocr_worker.lease import LeaseKeeper, new_lease_token, release_claim
+from ocr_worker.searchable_pdf import build_in_render_process
 from ocr_worker.stage_clock import clock
 from ocr_worker.worker_metrics import WorkerMetrics
 
@@ -344,7 +346,12 @@ class PageGroupPipeline:
             job = session.get(Job, job_id)
             assert job is not None
             if job.deleted_at is None:
-                assembly.write_document(self.store, job, status=job_lifecycle.outcome(job))
+                assembly.write_document(
+                    self.store,
+                    job,
+                    status=job_lifecycle.outcome(job),
+                    build_pdf=self._pdf_builder(),
+                )
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)
             if job is None or job.status in job_lifecycle.TERMINAL:
@@ -358,8 +365,17 @@ class PageGroupPipeline:
         """Stopped between groups: the partial result lists the pages never run as canceled."""
         job_lifecycle.finish_canceled(job)
         if job.deleted_at is None:
-            assembly.write_document(self.store, job, status=job.status)
+            assembly.write_document(
+                self.store, job, status=job.status, build_pdf=self._pdf_builder()
+            )
         return self._finished(session, job)
+
+    def _pdf_builder(self) -> assembly.PdfBuilder | None:
+        """The searchable PDF built in a render process when there are some (PyMuPDF holds the
+        GIL for the whole build), else here."""
+        if self.render_pool is None:
+            return None
+        return functools.partial(self.render_pool.call, build_in_render_process)
 
     def _finished(self, session: Session, job: Job) -> str | None:
         log.info("job.finished", job_id=job.id, status=job.status, pages_failed=job.pages_failed)

@@ -16,7 +16,7 @@ import pymupdf
 from PIL import Image
 
 from ocr_api.core.contracts import Block, PageResult
-from ocr_worker.imaging import release_mupdf_store
+from ocr_worker.imaging import process_store, release_mupdf_store
 from ocr_worker.text_layer import placed_lines
 
 TEXT_FONT = "cjk"  # MuPDF's built-in Droid Sans Fallback: Latin, Cyrillic, Greek and CJK in one
@@ -51,6 +51,13 @@ def build_searchable_pdf(
             document.close()
         out.close()
         release_mupdf_store()
+
+
+def build_in_render_process(sources: list[SourcePage], results: list[PageResult]) -> bytes:
+    """``build_searchable_pdf`` in a ProcessRasterizer's process (``ProcessRasterizer.call``):
+    PyMuPDF holds the GIL throughout, ~15 ms a page, which in a GPU worker's process stalls
+    the decode loop and every task thread (bench/gil_bench.py)."""
+    return build_searchable_pdf(process_store().get, sources, results)
 
 
 def _open_input(key: str, data: bytes) -> pymupdf.Document:

@@ -107,6 +107,10 @@ class UnlimitedOcrSettings(_Section):
     # A group whose boundary page's KV is reused here is fed that page's section as the previous
     # group wrote it, instead of decoding it again; off: the section is decoded (and skipped).
     reuse_boundary_section: bool = True
+    # The GIL's switch interval in a GPU worker (CPython's default is 5 ms): the decode loop
+    # waits for each step with the GIL released and takes it back from whichever task thread
+    # runs Python, which by default keeps it up to 5 ms, longer than a step (bench/gil_bench.py).
+    gil_switch_interval_ms: float = Field(0.5, gt=0)
 
 
 class WorkerSettings(_Section):

@@ -53,6 +53,28 @@ def test_pages_can_render_in_cpu_processes_beside_the_engine(harness) -> None:  
     assert texts == ["(139, 139, 3)"] * 4  # 200 pt pages at 50 dpi, rendered in the pool
 
 
+@pytest.mark.parametrize("harness", [{"render_processes": 2}], indirect=True)
+def test_the_searchable_pdf_is_built_in_the_render_processes(  # type: ignore[no-untyped-def]
+    harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyMuPDF holds the GIL for a whole build (~15 ms a page): in a GPU worker that stalls
+    the decode loop. With render processes, the worker's own process never builds it."""
+    import pymupdf
+
+    from ocr_worker import assembly
+
+    def not_here(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the searchable PDF was built in the worker's process")
+
+    monkeypatch.setattr(assembly, "build_searchable_pdf", not_here)
+    job_id = harness.submit(4)
+    harness.drain(ScriptedEngine())
+    assert harness.job(job_id).status == "succeeded"
+    data = harness.store.get(object_keys.result_key(job_id, "pdf"))
+    with pymupdf.open(stream=data, filetype="pdf") as document:
+        assert document.page_count == 4
+
+
 @pytest.mark.parametrize("harness", [{}, {"render_processes": 2}], indirect=True)
 def test_pages_are_drawn_no_larger_than_the_engine_reads(harness) -> None:  # type: ignore[no-untyped-def]
     """The GPU engine reads 1024 pixels a side: drawing more only costs render CPU. Its pages

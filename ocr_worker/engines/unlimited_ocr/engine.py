@@ -8,6 +8,7 @@ pool needed those blocks first: see kept_pages.py).
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -105,6 +106,8 @@ class UnlimitedOcrEngine(OcrEngine):
         scheduler = Scheduler(
             runner, workspace, settings.max_concurrency, self.window, reclaim=self._reclaim_oldest
         )
+        if device.type == "cuda":  # the loop thread must get the GIL back quickly (settings.py)
+            sys.setswitchinterval(self.options.gil_switch_interval_ms / 1000)
         self.loop = DecodeLoop(scheduler)
         self.marker_ids = tuple(tokenizer.encode(PAGE_MARKER, add_special_tokens=False).ids)
         # The text of every id, so the guard sees "<PAGE>" however the model spells it.

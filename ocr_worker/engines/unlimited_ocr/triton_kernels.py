@@ -26,9 +26,9 @@ import triton.language as tl
 ROW_GRAIN = 16  # a slice's rows are a multiple of this
 TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
 # Tile sizes and warps are measured, not guessed: each shape class (slice length's class,
-# heads, programs to the power of two) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
-# steps come first), and the choice kept in Triton's cache for the next worker process. The
-# interpreter has no timing to learn from: it runs one config.
+# heads, programs to the power of two) is timed once on first use, outside any CUDA graph
+# capture (the graphs' warm-up steps come first), and the choice kept in Triton's cache for
+# the next worker process. The interpreter has no timing to learn from: it runs one config.
 # (rows per tile, warps, pipeline stages): deeper pipelines keep more of the pool's rows in
 # flight, which the 128-sequence step (attention 6 of its 10 ms) needs to near the HBM's rate.
 _TILES = [

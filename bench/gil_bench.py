@@ -1,0 +1,94 @@
+"""What the interpreter's GIL switch interval does to the decode loop of a busy GPU worker.
+
+On the H200 the service decoded 1.56x slower per page than the bare engine (bench/RESULTS.md,
+issue 13) while its GPU was never short of work: every stage that drives the GPU from Python
+(vision, prefill, decode) slowed alike. In the worker, the decode loop thread waits for the GPU
+with the GIL released and must take it back after each step, while up to 128 Celery task
+threads run Python (result assembly, S3 and database calls). CPython hands the GIL over only
+after the holder has run for the switch interval (5 ms by default), so each step can wait that
+long: longer than the step itself (1.4-10.7 ms).
+
+This bench stands in for both sides on the CPU: a loop that "waits for the GPU" (GIL released)
+for ``--step-ms`` then runs ``--python-us`` of Python (sampling, the page guard), beside
+threads that run a page result's assembly in Python. It prints ms per step for each switch
+interval against the same loop alone, and the task threads' work rate, side by side.
+
+    python -m bench.gil_bench [--threads 0 4 16] [--intervals-ms 5 1 0.5 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+
+def page_result(n: int) -> str:
+    """A page's JSON as a task thread builds it: blocks of words with boxes, in Python."""
+    blocks = [
+        {
+            "type": "text",
+            "bbox": [i, i + 1, i + 200, i + 30],
+            "words": [{"text": f"word{j}", "conf": 0.9} for j in range(12)],
+        }
+        for i in range(n)
+    ]
+    return json.dumps({"page": n, "blocks": blocks})
+
+
+def busy(stop: threading.Event, done: list[int]) -> None:
+    count = 0
+    while not stop.is_set():
+        page_result(40)
+        count += 1
+    done.append(count)
+
+
+def decode_loop(steps: int, step_s: float, python_s: float) -> float:
+    """ms per step: a GIL-free wait (the GPU's step), then Python until python_s has passed."""
+    started = time.perf_counter()
+    for _ in range(steps):
+        time.sleep(step_s)  # releases the GIL, as waiting on a CUDA sync does
+        until = time.perf_counter() + python_s
+        while time.perf_counter() < until:
+            pass
+    return (time.perf_counter() - started) * 1000 / steps
+
+
+def run(threads: int, interval_s: float, args: argparse.Namespace) -> tuple[float, float]:
+    sys.setswitchinterval(interval_s)
+    stop, done = threading.Event(), []  # type: ignore[var-annotated]
+    workers = [threading.Thread(target=busy, args=(stop, done)) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    started = time.perf_counter()
+    ms = decode_loop(args.steps, args.step_ms / 1000, args.python_us / 1e6)
+    stop.set()
+    for worker in workers:
+        worker.join()
+    return ms, sum(done) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[0, 4, 16])
+    parser.add_argument("--intervals-ms", type=float, nargs="+", default=[5.0, 1.0, 0.5, 0.2])
+    parser.add_argument("--step-ms", type=float, default=3.4)  # R-SWA, 16 sequences, H200
+    parser.add_argument("--python-us", type=float, default=300)
+    parser.add_argument("--steps", type=int, default=300)
+    args = parser.parse_args()
+    default = sys.getswitchinterval()
+    alone, _ = run(0, default, args)
+    print(f"decode loop alone: {alone:.2f} ms per step (GPU wait {args.step_ms} ms)")
+    print(f"{'threads':>7} {'interval':>9} {'ms/step':>8} {'x alone':>8} {'task pages/s':>13}")
+    for threads in args.threads:
+        for interval in args.intervals_ms:
+            ms, rate = run(threads, interval / 1000, args)
+            print(f"{threads:>7} {interval:>7} ms {ms:>8.2f} {ms / alone:>8.2f} {rate:>13.0f}")
+    sys.setswitchinterval(default)
+
+
+if __name__ == "__main__":
+    main()
