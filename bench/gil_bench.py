@@ -9,9 +9,11 @@ after the holder has run for the switch interval (5 ms by default), so each step
 long: longer than the step itself (1.4-10.7 ms).
 
 This bench stands in for both sides on the CPU: a loop that "waits for the GPU" (GIL released)
-for ``--step-ms`` then runs ``--python-us`` of Python (sampling, the page guard), beside
-threads that run a page result's assembly in Python. It prints ms per step for each switch
-interval against the same loop alone, and the task threads' work rate, side by side.
+for ``--step-ms`` then runs ``--python-us`` of Python (sampling, the page guard), beside task
+threads that run, in turn, a page result's assembly in Python (``json``), the real searchable
+PDF build in the thread (``pdf``, PyMuPDF holds the GIL) or the same build handed to a process
+pool as the worker now does (``pdf-process``). It prints ms per step for each against the same
+loop alone, and the task threads' work rate, side by side.
 
     python -m bench.gil_bench [--threads 0 4 16] [--intervals-ms 5 1 0.5 0.2]
 """
@@ -20,9 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 
 def page_result(n: int) -> str:
@@ -38,10 +44,29 @@ def page_result(n: int) -> str:
     return json.dumps({"page": n, "blocks": blocks})
 
 
-def busy(stop: threading.Event, done: list[int]) -> None:
+def searchable_pdf() -> bytes:
+    """The searchable PDF of samples/sample.pdf (3 scanned pages) with a text layer."""
+    from ocr_api.core.contracts import Block, PageResult
+    from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
+
+    data = SAMPLE.read_bytes()
+    block = Block(label="text", bbox=(100, 100, 900, 140), text="Revenue grew in every quarter")
+    results = [
+        PageResult(page=n, status="succeeded", blocks=[block] * 20, width=1000, height=1400)
+        for n in (1, 2, 3)
+    ]
+    sources = [SourcePage("sample.pdf", i) for i in range(3)]
+    return build_searchable_pdf(lambda _key: data, sources, results)
+
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "sample.pdf"
+WORK: dict[str, Callable[[], object]] = {"json": lambda: page_result(40), "pdf": searchable_pdf}
+
+
+def busy(stop: threading.Event, done: list[int], work: Callable[[], object]) -> None:
     count = 0
     while not stop.is_set():
-        page_result(40)
+        work()
         count += 1
     done.append(count)
 
@@ -57,10 +82,12 @@ def decode_loop(steps: int, step_s: float, python_s: float) -> float:
     return (time.perf_counter() - started) * 1000 / steps
 
 
-def run(threads: int, interval_s: float, args: argparse.Namespace) -> tuple[float, float]:
+def run(
+    threads: int, interval_s: float, work: Callable[[], object], args: argparse.Namespace
+) -> tuple[float, float]:
     sys.setswitchinterval(interval_s)
     stop, done = threading.Event(), []  # type: ignore[var-annotated]
-    workers = [threading.Thread(target=busy, args=(stop, done)) for _ in range(threads)]
+    workers = [threading.Thread(target=busy, args=(stop, done, work)) for _ in range(threads)]
     for worker in workers:
         worker.start()
     started = time.perf_counter()
@@ -75,18 +102,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[0, 4, 16])
     parser.add_argument("--intervals-ms", type=float, nargs="+", default=[5.0, 1.0, 0.5, 0.2])
+    parser.add_argument("--work", nargs="+", default=["json", "pdf", "pdf-process"])
     parser.add_argument("--step-ms", type=float, default=3.4)  # R-SWA, 16 sequences, H200
     parser.add_argument("--python-us", type=float, default=300)
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args()
     default = sys.getswitchinterval()
-    alone, _ = run(0, default, args)
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    works = {**WORK, "pdf-process": lambda: pool.submit(searchable_pdf).result()}
+    alone, _ = run(0, default, WORK["json"], args)
     print(f"decode loop alone: {alone:.2f} ms per step (GPU wait {args.step_ms} ms)")
-    print(f"{'threads':>7} {'interval':>9} {'ms/step':>8} {'x alone':>8} {'task pages/s':>13}")
-    for threads in args.threads:
-        for interval in args.intervals_ms:
-            ms, rate = run(threads, interval / 1000, args)
-            print(f"{threads:>7} {interval:>7} ms {ms:>8.2f} {ms / alone:>8.2f} {rate:>13.0f}")
+    header = ("work", "threads", "interval", "ms/step", "x alone", "work/s")
+    print("{:>12} {:>7} {:>9} {:>8} {:>8} {:>7}".format(*header))
+    for name in args.work:
+        for threads in [t for t in args.threads if t]:
+            for interval in args.intervals_ms:
+                ms, rate = run(threads, interval / 1000, works[name], args)
+                print(
+                    f"{name:>12} {threads:>7} {interval:>6} ms {ms:>8.2f} {ms / alone:>8.2f} "
+                    f"{rate:>7.0f}",
+                    flush=True,
+                )
+    pool.shutdown()
     sys.setswitchinterval(default)
 
 
