@@ -25,35 +25,18 @@ import triton.language as tl
 
 ROW_GRAIN = 16  # a slice's rows are a multiple of this
 TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
-# Tile sizes and warps are measured, not guessed: each shape class (slice length's class,
-# heads, programs to the power of two) is timed once on first use, outside any CUDA graph
-# capture (the graphs' warm-up steps come first), and the choice kept in Triton's cache for
-# the next worker process. The interpreter has no timing to learn from: it runs one config.
-# (rows per tile, warps, pipeline stages): deeper pipelines keep more of the pool's rows in
-# flight, which the 128-sequence step (attention 6 of its 10 ms) needs to near the HBM's rate.
-_TILES = [
-    (16, 2, 3),
-    (32, 4, 3),
-    (32, 4, 5),
-    (64, 4, 3),
-    (64, 4, 4),
-    (64, 8, 3),
-    (64, 8, 5),
-    (128, 8, 3),
-    (128, 8, 4),
-]
+# Tile sizes and warps are measured, not guessed: each shape class (slice length, heads,
+# slices) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
+# steps come first), and the choice kept in Triton's cache for the next worker process. The
+# interpreter has no timing to learn from: it runs one config.
+_TILES = [(16, 2), (32, 4), (64, 4), (64, 8), (128, 8)]
 if os.environ.get("TRITON_INTERPRET") == "1":
-    _TILES = [(32, 4, 3)]
+    _TILES = [(32, 4)]
 
 
 @triton.autotune(
-    configs=[
-        triton.Config({"BLOCK": block}, num_warps=warps, num_stages=stages)
-        for block, warps, stages in _TILES
-    ],
-    # Tuned per shape class, not per shape: the step's row count grows a bucket at a time and
-    # each new one would otherwise cost a compile and a timing of every config.
-    key=["shape_class", "HEADS", "CHUNK_CAP"],
+    configs=[triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in _TILES],
+    key=["CHUNK", "HEADS", "SLICES"],
     cache_results=True,
 )
 @triton.jit
@@ -65,13 +48,11 @@ def _attention_slices(
     valid_ptr,
     part_ptr,
     width,
-    chunk,  # rows per slice
-    slices,
     scale,
-    shape_class,  # for the autotuner's key only
+    CHUNK: tl.constexpr,  # rows per slice (a constant: one compile per captured shape)
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
-    CHUNK_CAP: tl.constexpr,  # chunk rounded up: one compile per class of lengths, not each
+    SLICES: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     b, h, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -80,9 +61,9 @@ def _attention_slices(
     best = tl.full((), -1e30, tl.float32)  # finite: a slice with no valid row stays NaN-free
     total = tl.zeros((), tl.float32)
     acc = tl.zeros((DIM,), tl.float32)
-    start = s * chunk
-    end = tl.minimum(start + chunk, width)
-    for offset in range(0, CHUNK_CAP, BLOCK):  # the last tile may reach past the slice: masked
+    start = s * CHUNK
+    end = tl.minimum(start + CHUNK, width)
+    for offset in range(0, CHUNK, BLOCK):  # the last tile may reach past the slice: masked
         columns = start + offset + tl.arange(0, BLOCK)
         inside = columns < end
         row = tl.load(rows_ptr + b * width + columns, mask=inside, other=0)
@@ -97,7 +78,7 @@ def _attention_slices(
         total = total * shrink + tl.sum(p, axis=0)
         acc = acc * shrink + tl.sum(p[:, None] * v, axis=0)
         best = new_best
-    base = ((b * HEADS + h) * slices + s) * (DIM + 2)
+    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
     tl.store(part_ptr + base + d, acc)
     tl.store(part_ptr + base + DIM, best)
     tl.store(part_ptr + base + DIM + 1, total)
@@ -107,16 +88,16 @@ def _attention_slices(
 def _attention_merge(
     part_ptr,
     out_ptr,
-    slices,
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
+    SLICES: tl.constexpr,
     SLICES_POW2: tl.constexpr,
 ):
     b, h = tl.program_id(0), tl.program_id(1)
     s = tl.arange(0, SLICES_POW2)
     d = tl.arange(0, DIM)
-    inside = s < slices
-    base = ((b * HEADS + h) * slices + s) * (DIM + 2)
+    inside = s < SLICES
+    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
     best = tl.load(part_ptr + base + DIM, mask=inside, other=-1e30)
     total = tl.load(part_ptr + base + DIM + 1, mask=inside, other=0.0)
     acc = tl.load(part_ptr + base[:, None] + d[None, :], mask=inside[:, None], other=0.0)
@@ -151,29 +132,16 @@ def paged_decode_attention(
         valid.contiguous().view(torch.uint8),
         parts,
         width,
-        chunk,
-        slices,
         dim**-0.5,
-        (batch * heads * slices - 1).bit_length(),
+        CHUNK=chunk,
         HEADS=heads,
         DIM=dim,
-        CHUNK_CAP=_chunk_cap(chunk),
+        SLICES=slices,
     )
     _attention_merge[(batch, heads)](
-        parts,
-        out,
-        slices,
-        HEADS=heads,
-        DIM=dim,
-        SLICES_POW2=triton.next_power_of_2(slices),
+        parts, out, HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)
     )
     return out
-
-
-def _chunk_cap(chunk: int) -> int:
-    """The loop's constant bound: the power of two above ``chunk`` up to 512, then the next
-    multiple of 512 (the tiles past the slice's end are masked, so they read nothing)."""
-    return triton.next_power_of_2(chunk) if chunk <= 512 else -(-chunk // 512) * 512
 
 
 @triton.jit
