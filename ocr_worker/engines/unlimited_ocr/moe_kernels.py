@@ -36,9 +36,9 @@ class Tiles:
 
 def tiles_for(tokens: int) -> Tiles:
     """Measured on the H200 with v1's MoE (bench/mlp_bench.py, bench/RESULTS.md): narrow tiles
-    while few experts work (more programs share the reading of their weights), wide ones
-    with eight warps once every expert has a dozen pairs (128 tokens: 197 µs against 288)."""
-    return Tiles() if tokens <= 32 else Tiles(gate_up_n=64, down_n=128, k=128, warps=8)
+    and a deeper pipeline while few experts work (1 token: 46 µs a layer, 16: 119), wide ones
+    with eight warps once every expert has a dozen pairs (128 tokens: 184 µs against 288)."""
+    return Tiles(stages=4) if tokens <= 32 else Tiles(gate_up_n=64, down_n=128, warps=8)
 
 
 def rows_per_program(tokens: int) -> int:
