@@ -55,6 +55,51 @@ class FusedStep:
             )
         return self.lm_head(h).float()  # h is the final norm's output
 
+    @torch.no_grad()
+    def prefill(
+        self,
+        x: torch.Tensor,  # (T, hidden): the new segments' embeddings
+        cos: torch.Tensor,
+        sin: torch.Tensor,  # (T, D)
+        k_pool: torch.Tensor,
+        v_pool: torch.Tensor,
+        new_rows: torch.Tensor,  # (T,) where the new rows' k and v go
+        rows: torch.Tensor,  # (P + T,) every row they attend to: the past's, then their own
+        mask: torch.Tensor | None,  # (T, P + T), or None: causal over their own rows alone
+    ) -> torch.Tensor:
+        """A group's prefill with the step's norm, QKV and RoPE kernels: a prefill is ~1,500
+        launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
+        GPU work). The MoE stays transformers' own: our kernels are for a step's few tokens."""
+        first = self.layers[0].input_layernorm
+        x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
+        for index, layer in enumerate(self.layers):
+            qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
+            q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
+            keys, values = k_pool[index][rows], v_pool[index][rows]  # (P + T, H, D)
+            out = F.scaled_dot_product_attention(
+                q.transpose(0, 1)[None],
+                keys.transpose(0, 1)[None],
+                values.transpose(0, 1)[None],
+                attn_mask=mask,
+                is_causal=mask is None,
+            )[0]  # (H, T, D)
+            post = layer.post_attention_layernorm
+            x, h = kernels.add_rms_norm(
+                x,
+                layer.self_attn.o_proj(out.transpose(0, 1).flatten(1)),
+                post.weight,
+                post.variance_epsilon,
+            )
+            following = (
+                self.layers[index + 1].input_layernorm
+                if index + 1 < len(self.layers)
+                else self.norm
+            )
+            x, h = kernels.add_rms_norm(
+                x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
+            )
+        return self.lm_head(h[-1:]).float()[0]
+
 
 def _fused(layer: Any, name: str) -> torch.Tensor:
     attn = layer.self_attn

@@ -120,6 +120,17 @@ class ModelRunner:
         if p:  # new rows see every past row, and each other causally: (T, P + T)
             mask = torch.ones(t, p + t, dtype=torch.bool, device=self.device)
             mask[:, p:] = torch.ones(t, t, dtype=torch.bool, device=self.device).tril()
+        self.prefill_rows_computed += t
+        self._batch_cache = None
+        if self.fused is not None:
+            rows = new_rows if past_rows is None else torch.cat([past_rows, new_rows])
+            try:
+                return self.fused.prefill(
+                    embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, new_rows, rows, mask
+                )
+            except Exception as error:  # a Triton build or launch failure: the torch ops below
+                log.warning("fused_kernels.disabled", error=str(error)[:300])
+                self.fused = None
         x = embeds.to(self.dtype)[None]  # (1, T, hidden)
         for index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x[0], cos, sin)  # (T, H, D) each
@@ -135,8 +146,6 @@ class ModelRunner:
                 is_causal=mask is None,
             )  # (1, H, T, D)
             x = self._finish_layer(layer, x, out.transpose(1, 2).reshape(1, t, -1))
-        self.prefill_rows_computed += t
-        self._batch_cache = None
         return self._logits(x[0, -1:])[0]
 
     @torch.no_grad()

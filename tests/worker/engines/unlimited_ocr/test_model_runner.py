@@ -71,7 +71,7 @@ def _request(
     )
 
 
-def _scheduler(model, blocks: int = 256, concurrency: int = 16, selector=None):  # type: ignore[no-untyped-def]
+def _scheduler(model, blocks: int = 256, concurrency: int = 16, selector=None, fused=False):  # type: ignore[no-untyped-def]
     workspace = VisualKVWorkspace(num_blocks=blocks, block_size=BLOCK)
     runner = ModelRunner(
         model,
@@ -80,6 +80,7 @@ def _scheduler(model, blocks: int = 256, concurrency: int = 16, selector=None): 
         device=torch.device("cpu"),
         dtype=torch.float32,
         selector=selector,
+        fused_kernels=fused,  # our Triton kernels, here under Triton's interpreter
     )
     return Scheduler(runner, workspace, concurrency, WINDOW)
 
@@ -165,8 +166,12 @@ def test_continuous_batching_admits_a_request_when_another_finishes(model) -> No
     assert ours["late"] == _reference(model, [1], [5], 6)
 
 
-def test_a_page_group_reuses_the_boundary_page_instead_of_recomputing_it(model) -> None:  # type: ignore[no-untyped-def]
-    scheduler = _scheduler(model)
+@pytest.mark.parametrize("fused", [False, True])  # the torch ops, then our kernels
+def test_a_page_group_reuses_the_boundary_page_instead_of_recomputing_it(  # type: ignore[no-untyped-def]
+    model, fused: bool
+) -> None:
+    scheduler = _scheduler(model, fused=fused)
+    assert (scheduler.runner.fused is not None) == fused
     prompt = [5, 6]
     (first,) = scheduler.run_one(_request(model, "g0", [1, 2], prompt, 10, keep=(2,)))
     kept = first.kept  # BOS and page 2 stay in the pool, everything else went back

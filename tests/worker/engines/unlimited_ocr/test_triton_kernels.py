@@ -208,7 +208,6 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) 
         dtype=torch.float32,
         fused_kernels=True,
     )
-    called = 0
     fused = runner.fused
     assert fused is not None
     from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp
@@ -216,18 +215,25 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) 
     assert fused.mlps[0] is model.model.language_model.layers[0].mlp  # cuBLAS's, dense
     assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])  # the MoEs through ours
 
-    def counted(*args):  # type: ignore[no-untyped-def]
-        nonlocal called
-        called += 1
-        return fused(*args)
+    calls = {"step": 0, "prefill": 0}
 
-    runner.fused = counted  # type: ignore[assignment]
+    class Counted:  # the same kernels, counted
+        def __call__(self, *args):  # type: ignore[no-untyped-def]
+            calls["step"] += 1
+            return fused(*args)
+
+        def prefill(self, *args):  # type: ignore[no-untyped-def]
+            calls["prefill"] += 1
+            return fused.prefill(*args)
+
+    runner.fused = Counted()  # type: ignore[assignment]
     scheduler = Scheduler(runner, workspace, 16, WINDOW)
     specs = {"a": ([1], [5], 20), "b": ([2, 3], [5, 6, 7, 8], 14), "c": ([4, 5, 6], [9], 25)}
     for name, spec in specs.items():
         scheduler.submit(_request(model, name, *spec))
     ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
-    assert called >= 24  # every decode step went through the kernels
+    assert calls["step"] >= 24  # every decode step went through the kernels
+    assert calls["prefill"] == 3  # and every prefill
     for name, (pages, prompt, steps) in specs.items():
         assert ours[name] == _reference(model, pages, prompt, steps), name
 
