@@ -1,7 +1,7 @@
 """A decoder layer's MoE through moe_kernels.py: routing, the chosen experts, the shared
-experts and their sum (and, on request, the dense first layer as one SiLU-gated MLP). Built from the
-native modules' weights (no copy of the experts); the module itself stays the reference and
-the fallback for any shape or setting the kernels do not cover."""
+experts and their sum (and, on request, the dense first layer as one SiLU-gated MLP). Built
+from the native modules' weights (no copy of the experts); the module itself stays the
+reference and the fallback for any shape or setting the kernels do not cover."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torc
     """The kernels' version of ``mlp`` (UnlimitedOcrTextMoe, or with ``dense`` the first
     layer's UnlimitedOcrTextMLP), or the module itself where they do not apply. The dense
     MLP stays with cuBLAS by default: one 6848-wide MLP is what cuBLAS does best (28 µs
-    against our 41-67 on the H200, bench/mlp_bench.py)."""
+    against our 40-84 on the H200, bench/mlp_bench.py)."""
     try:
         if hasattr(mlp, "experts"):
             return _MoeMlp(mlp)

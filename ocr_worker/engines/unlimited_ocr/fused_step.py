@@ -20,7 +20,7 @@ class FusedStep:
         # q, k and v in one projection: one GEMM per layer instead of three.
         self.qkv_weight = [_fused(layer, "weight") for layer in layers]
         self.qkv_bias = [_fused(layer, "bias") if _has_bias(layer) else None for layer in layers]
-        # The MLPs (routing, experts, shared experts) in four kernels instead of ~25.
+        # The MoE layers (routing, experts, shared experts) in six launches instead of ~25.
         self.mlps = [fused_mlp(layer.mlp) for layer in layers]
 
     @torch.no_grad()
@@ -45,11 +45,7 @@ class FusedStep:
             x, h = kernels.add_rms_norm(
                 x, layer.self_attn.o_proj(attn.flatten(1)), post.weight, post.variance_epsilon
             )
-            following = (
-                self.layers[index + 1].input_layernorm
-                if index + 1 < len(self.layers)
-                else self.norm
-            )
+            following = self._norm_after(index)
             x, h = kernels.add_rms_norm(
                 x, self.mlps[index](h), following.weight, following.variance_epsilon
             )
@@ -90,15 +86,15 @@ class FusedStep:
                 post.weight,
                 post.variance_epsilon,
             )
-            following = (
-                self.layers[index + 1].input_layernorm
-                if index + 1 < len(self.layers)
-                else self.norm
-            )
+            following = self._norm_after(index)
             x, h = kernels.add_rms_norm(
                 x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
             )
         return self.lm_head(h[-1:]).float()[0]
+
+    def _norm_after(self, index: int) -> Any:
+        """The RMSNorm after layer ``index``'s MLP: the next layer's input norm, or the last."""
+        return self.layers[index + 1].input_layernorm if index + 1 < len(self.layers) else self.norm
 
 
 def _fused(layer: Any, name: str) -> torch.Tensor:

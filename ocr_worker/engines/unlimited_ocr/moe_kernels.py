@@ -1,6 +1,7 @@
-"""The decoder's MLPs for the decode step in four Triton kernels (GPU, or Triton's interpreter
-in tests): routing, the experts' gate/up projections with SiLU, their down projections, and the
-weighted sum with the shared experts.
+"""The decoder's MoE layers for the decode step in five Triton kernels (GPU, or Triton's
+interpreter in tests): routing logits, softmax and top-k, the experts' gate/up projections with
+SiLU, their down projections (the last two run again for the shared experts), and the weighted
+sum with the shared experts.
 
 The step profile (bench/RESULTS.md) found transformers' MoE at ~25 kernels per layer for one
 token: an fp32 router GEMM, softmax, top-k, a sort, a histogram, gathers, two grouped GEMMs,
