@@ -30,7 +30,7 @@ from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
 
 FAMILIES = (  # first match wins; names as cuBLAS, cuDNN, CUTLASS, Triton and ATen spell them
-    ("mlp kernels (ours)", r"^_(route|gate_up|down|combine)$"),
+    ("mlp kernels (ours)", r"^_(router_logits|top_k|gate_up|down|combine)$"),
     ("grouped gemm (experts)", r"grouped|group_gemm"),
     ("gemm", r"gemm|cutlass|xmma|nvjet|matmul|gemv|cublas"),
     ("attention", r"fmha|flash|attention|attn"),
