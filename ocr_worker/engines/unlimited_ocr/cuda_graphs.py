@@ -39,6 +39,7 @@ class _Captured:
     batch: BatchRows  # static row buffers, padded to (Bb, Rb)
     logits: torch.Tensor  # (Bb, V), written by replay
     source: BatchRows | None = None  # the batch whose rows the buffers hold now
+    count: int = 0  # live slots last replayed; those past it hold padding
 
 
 class CudaGraphSteps:
@@ -59,9 +60,11 @@ class CudaGraphSteps:
         entry = self.captured.get(key) or self._capture(*key, window=batch.window)
         if entry.source is not batch:
             self._load_rows(entry, batch)
-        entry.tokens.zero_()
-        entry.positions.zero_()
-        entry.generated.fill_(1)
+        if entry.count != count:  # padding slots: token 0 at position 0, one generated
+            entry.tokens[count:].zero_()
+            entry.positions[count:].zero_()
+            entry.generated[count:].fill_(1)
+            entry.count = count
         entry.tokens[:count].copy_(tokens)
         entry.positions[:count].copy_(positions)
         entry.generated[:count].copy_(generated)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
+from ocr_worker.engines.unlimited_ocr.sampling import on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
 
@@ -191,21 +192,30 @@ class ModelRunner:
     # -- decode -----------------------------------------------------------------------------
 
     @torch.no_grad()
-    def decode(self, sequences: list[Sequence]) -> torch.Tensor:
-        """Feed each sequence's last sampled token; returns next-token logits (B, V)."""
+    def decode(
+        self, sequences: list[Sequence], tokens: tuple[torch.Tensor, list[int]] | None = None
+    ) -> torch.Tensor:
+        """Feed each sequence's last sampled token; returns next-token logits (B, V).
+
+        ``tokens``: the tokens to feed, already on the device (the previous step's choice,
+        not yet read by the host), and each sequence's generated count with them."""
         batch = self._batch(sequences)
-        tokens = torch.tensor([s.generated[-1] for s in sequences], device=self.device)
-        positions = torch.tensor([s.next_position for s in sequences], device=self.device)
-        generated = torch.tensor([len(s.generated) for s in sequences], device=self.device)
+        if tokens is None:
+            fed = on_device([s.generated[-1] for s in sequences], self.device)
+            counts = [len(s.generated) for s in sequences]
+        else:
+            fed, counts = tokens
+        positions = on_device([s.next_position for s in sequences], self.device)
+        generated = on_device(counts, self.device)
         logits = None
         if self.graphs is not None and not batch.scored:
             try:
-                logits = self.graphs.run(batch, tokens, positions, generated)
+                logits = self.graphs.run(batch, fed, positions, generated)
             except RuntimeError as error:  # e.g. a kernel that syncs with the host (fp32 MoE)
                 log.warning("cuda_graphs.disabled", error=str(error)[:300])
                 self.graphs = None
         if logits is None:
-            logits = self.step(tokens, positions, generated, batch, sequences)
+            logits = self.step(fed, positions, generated, batch, sequences)
         for sequence in sequences:
             sequence.next_position += 1
         return logits

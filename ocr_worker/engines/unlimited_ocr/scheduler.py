@@ -17,6 +17,7 @@ import torch
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace, WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.sampling import Chosen, choose
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.stage_clock import clock
 
@@ -49,6 +50,19 @@ class Finished:
 
 
 @dataclass
+class Launched:
+    """A decode step whose tokens were chosen on the device and are not yet read."""
+
+    batch: list[tuple[Sequence, DecodeRequest]]
+    live: list[bool]  # rows whose sequence was still unfinished when the choice was queued
+    chosen: Chosen
+
+    def unread(self) -> set[int]:
+        """``id()`` of each sequence with a token here that the host has not read yet."""
+        return {id(s) for (s, _), live in zip(self.batch, self.live, strict=True) if live}
+
+
+@dataclass
 class Scheduler:
     runner: ModelRunner
     workspace: VisualKVWorkspace
@@ -57,6 +71,11 @@ class Scheduler:
     waiting: deque[DecodeRequest] = field(default_factory=deque)
     running: list[tuple[Sequence, DecodeRequest]] = field(default_factory=list)
     steps: int = 0  # decode steps run, for benchmarks
+    # Launch each step before reading the previous one's tokens (see ``step``). Off: every
+    # step's tokens are read before the next is launched.
+    overlap: bool = True
+    # The last step's choice, not yet read by the host: its rows and tokens on the device.
+    _launched: Launched | None = field(default=None, init=False)
     # Frees some cached blocks (kept boundary pages) and says whether it did; a cache must never
     # keep a waiting request out of a pool that running sequences do not fill.
     reclaim: Callable[[], bool] | None = None
@@ -81,14 +100,39 @@ class Scheduler:
         self.waiting.append(request)
 
     def step(self) -> list[Finished]:
-        """Admit what fits, run one decode step for every running sequence, retire the done."""
+        """Admit what fits, run one decode step for every running sequence, retire the done.
+
+        Overlapped: the step is launched on the tokens the previous step chose on the device;
+        the host reads those tokens and runs the guard while the GPU computes this step, then
+        queues this step's choice (the guard's bans and forcing applied on the device). A
+        sequence the guard finishes rides along in the step already launched; its row is
+        dropped. SR-SWA's block choice follows the page the guard has seen, so with a selector
+        every step reads its tokens before the next is launched."""
         self._admit()
-        active = [(s, r) for s, r in self.running if not s.finished]
+        launched, self._launched = self._launched, None
+        unread = launched.unread() if launched is not None else set()
+        # A sequence whose unread token is its last by budget is not stepped again.
+        active = [
+            (s, r)
+            for s, r in self.running
+            if not s.finished and len(s.generated) + (id(s) in unread) < s.max_new_tokens
+        ]
         if active:
             self.steps += 1
-            with clock.timed("decode"):  # sampling reads the logits: the step's GPU work is done
-                self._sample_all(active, self.runner.decode([s for s, _ in active]))
+            with clock.timed("decode"):
+                sequences = [s for s, _ in active]
+                fed = self._fed_tokens(active, launched)
+                logits = self.runner.decode(sequences, tokens=fed)
+                if launched is not None:  # the GPU computes this step meanwhile
+                    self._observe(launched)
+                self._launched = self._choose(active, logits)
+                in_step = not self.overlap or self.runner.selector is not None
+                if in_step and self._launched is not None:
+                    self._observe(self._launched)
+                    self._launched = None
             clock.add("tokens", len(active))
+        elif launched is not None:
+            self._observe(launched)
         return self._retire()
 
     def run(self) -> list[Finished]:
@@ -159,34 +203,56 @@ class Scheduler:
         return self.runner.feed_generated(sequence, ids)
 
     def _sample(self, sequence: Sequence, request: DecodeRequest, logits: torch.Tensor) -> None:
-        self._sample_all([(sequence, request)], logits[None])
+        launched = self._choose([(sequence, request)], logits[None])
+        assert launched is not None
+        self._observe(launched)
 
-    def _sample_all(
+    def _fed_tokens(
+        self, active: list[tuple[Sequence, DecodeRequest]], launched: Launched | None
+    ) -> tuple[torch.Tensor, list[int]] | None:
+        """What each active sequence feeds this step, and how many tokens it will then have
+        generated: the device's choice for rows of the launched step, whose tokens the host
+        has not read yet; the host's last token for sequences that joined since."""
+        if launched is None:
+            return None
+        row_of = {id(s): b for b, (s, _) in enumerate(launched.batch)}
+        rows = [row_of.get(id(s), -1) for s, _ in active]
+        counts = [len(s.generated) + (row >= 0) for (s, _), row in zip(active, rows, strict=True)]
+        if rows == list(range(len(launched.batch))):  # the same batch: no gather
+            return launched.chosen.tokens, counts
+        device = launched.chosen.tokens.device
+        known = torch.tensor([s.generated[-1] for s, _ in active], device=device)
+        index = torch.tensor(rows, device=device)
+        gathered = launched.chosen.tokens[index.clamp(min=0)]
+        return torch.where(index >= 0, gathered, known), counts
+
+    def _choose(
         self, batch: list[tuple[Sequence, DecodeRequest]], logits: torch.Tensor
-    ) -> None:
-        """Greedy for the whole batch with one device sync: the guard's bans and forced tokens
-        applied, and the model's own choice kept to spot loops."""
-        wanted = greedy(logits)
-        banned_rows, banned_ids = [], []
-        for b, (sequence, request) in enumerate(batch):
-            banned = sequence.guard.banned() | (
-                {sequence.guard.eos_id} if request.ignore_eos else set()
-            )
-            banned_rows += [b] * len(banned)
-            banned_ids += list(banned)
-        chosen = wanted
-        if banned_ids:
-            masked = logits.clone()
-            masked[banned_rows, banned_ids] = float("-inf")
-            chosen = greedy(masked)
-        picks = torch.stack([wanted, chosen]).tolist()
-        for b, (sequence, request) in enumerate(batch):
+    ) -> Launched | None:
+        """Queue the choice of each row's next token on the device: the guard's bans and
+        forced tokens applied, the model's own choice kept to spot loops. Rows whose sequence
+        the guard has finished meanwhile are chosen for nothing."""
+        live = [not s.finished for s, _ in batch]
+        if not any(live):
+            return None
+        banned, forced = [], []
+        for (sequence, request), alive in zip(batch, live, strict=True):
             guard = sequence.guard
-            forced = None if request.ignore_eos else guard.forced_token()
-            token = forced if forced is not None else picks[1][b]
-            guard.observe(token, wanted=picks[0][b])
-            sequence.generated.append(token)
-            sequence.wanted.append(picks[0][b])
+            ban = guard.banned() | ({guard.eos_id} if request.ignore_eos else set())
+            banned.append(ban if alive else set())
+            imposed = guard.forced_token() if alive and not request.ignore_eos else None
+            forced.append(imposed)
+        return Launched(batch, live, choose(logits, banned, forced))
+
+    def _observe(self, launched: Launched) -> None:
+        """Read a step's tokens (waiting for the copy if it is still on its way) and give
+        them to each sequence's guard."""
+        wanted, chosen = launched.chosen.read()
+        for b, ((sequence, _), alive) in enumerate(zip(launched.batch, launched.live, strict=True)):
+            if alive:
+                sequence.guard.observe(chosen[b], wanted=wanted[b])
+                sequence.generated.append(chosen[b])
+                sequence.wanted.append(wanted[b])
 
     def abort_all(self) -> None:
         """Drop every request after a failed step; reused segments stay with their document."""
@@ -196,6 +262,7 @@ class Scheduler:
             self.workspace.free(sequence.ring)
         self.running.clear()
         self.waiting.clear()
+        self._launched = None
 
     def _retire(self) -> list[Finished]:
         finished, still = [], []
@@ -216,19 +283,6 @@ class Scheduler:
             finished.append(Finished(sequence, kept))
         self.running = still
         return finished
-
-
-def greedy(logits: torch.Tensor) -> torch.Tensor:
-    """``logits.argmax(-1)`` (the first of equal maxima), in two passes: on the GPU, torch's
-    reduction of one 129k-wide row runs on a few blocks (27 µs a call on the H200, two calls a
-    step); the maxima of 128 chunks, then the first chunk holding the largest, take ~10."""
-    rows, vocab = logits.shape
-    chunks = 128
-    if vocab % chunks:
-        return logits.argmax(-1)
-    values, index = logits.view(rows, chunks, vocab // chunks).max(-1)  # (B, chunks)
-    best = values.argmax(-1)
-    return best * (vocab // chunks) + index.gather(1, best[:, None])[:, 0]
 
 
 def free_segments(workspace: VisualKVWorkspace, segments: list[Segment]) -> None:

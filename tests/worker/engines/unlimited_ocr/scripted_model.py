@@ -39,14 +39,17 @@ class ScriptedModel:
         self.engine, self.scripts = engine, scripts
         self.tokenizer = engine.tokenizer
         runner = engine.loop.scheduler.runner
+        # The script follows the output as the host has read it: each step's tokens are read
+        # before the next step runs (the scheduler's overlap would feed it one token late).
+        engine.loop.scheduler.overlap = False
         prefill, decode, feed = runner.prefill, runner.decode, runner.feed_generated
         self.vocab = runner.lm_head.out_features
 
         def scripted_prefill(sequence, new, embeds):  # type: ignore[no-untyped-def]
             return self._logits([sequence], prefill(sequence, new, embeds)[None])[0]
 
-        def scripted_decode(sequences):  # type: ignore[no-untyped-def]
-            return self._logits(sequences, decode(sequences))
+        def scripted_decode(sequences, tokens=None):  # type: ignore[no-untyped-def]
+            return self._logits(sequences, decode(sequences, tokens))
 
         def scripted_feed(sequence, ids):  # type: ignore[no-untyped-def]
             return self._logits([sequence], feed(sequence, ids)[None])[0]

@@ -203,8 +203,10 @@ def test_the_boundary_page_is_fed_not_decoded_again(checkpoint: Path) -> None:
     assert runs[2].request.already_generated == kept_section_ids(
         runs[1].generated, runs[1].finished.sequence.guard, pages_kept=1, marker_ids=fed.marker_ids
     )
-    for run in runs:  # one id from the prefill (or the feed), then one per step
-        assert run.steps == len(run.generated) - len(run.request.already_generated) - 1
+    # One id from the prefill (or the feed), then one per step; and one step more, launched
+    # before the host had read the id that ended the group (the scheduler's overlap).
+    for run in runs:
+        assert run.steps == len(run.generated) - len(run.request.already_generated)
     print(
         "decode steps for 3 groups:",
         [r.steps for r in decoded],

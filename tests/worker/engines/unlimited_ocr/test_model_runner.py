@@ -245,6 +245,58 @@ def _run(model, requests, selector=None) -> dict[str, list[int]]:  # type: ignor
     return _outputs(scheduler.run())
 
 
+def _guarded(model, name: str, pages: list[int], budget: int, max_new: int) -> DecodeRequest:  # type: ignore[no-untyped-def]
+    """A request whose guard steps in: EOS refused before the last page, a marker (id 7)
+    forced when a page runs over ``budget``, no repeated 3-gram (the tiny model loops)."""
+    request = _request(model, name, pages, [5, 6], max_new)
+    request.ignore_eos = False
+    request.guard = PageGuard(
+        num_pages=len(pages),
+        eos_id=1,
+        marker_ids=(7,),
+        page_budget=budget,
+        token_text=lambda i: "<PAGE>" if i == 7 else f"w{i} ",
+        ngram_size=3,
+    )
+    return request
+
+
+def test_overlapped_steps_write_what_steps_read_one_by_one_write(model) -> None:  # type: ignore[no-untyped-def]
+    """Each step is launched on the tokens the previous step chose on the device, before the
+    host has read them; the guard's bans and forced markers are applied on the device. Every
+    sequence must come out as when each step's tokens are read before the next is launched:
+    the same ids, the same model choices, the same sections and flags; sequences joining and
+    leaving mid-way included."""
+    specs = [("a", [1, 2], 6, 40), ("b", [3], 9, 30), ("c", [4, 5, 6], 4, 50), ("d", [2], 5, 30)]
+    outcomes = []
+    for overlap in (False, True):
+        scheduler = _scheduler(model, concurrency=3)  # "d" joins when another leaves
+        scheduler.overlap = overlap
+        for spec in specs:
+            scheduler.submit(_guarded(model, *spec))
+        finished = scheduler.run()
+        outcomes.append(
+            {
+                f.sequence.seq_id: (
+                    f.sequence.generated,
+                    f.sequence.wanted,
+                    f.sequence.guard.section_starts,
+                    f.sequence.guard.flags,
+                )
+                for f in finished
+            }
+        )
+        assert scheduler.workspace.num_used == 0
+    one_by_one, overlapped = outcomes
+    assert overlapped == one_by_one
+    # The guard did step in: markers forced over budget, repeats refused, EOS held back.
+    flags = set().union(*(f for _, _, _, by_page in one_by_one.values() for f in by_page.values()))
+    assert {"token_budget_exhausted", "repetition_loop"} <= flags
+    assert any(g != w for g, w, _, _ in one_by_one.values())
+    for name, pages, *_ in specs:  # every page got its section
+        assert len(one_by_one[name][2]) == len(pages), name
+
+
 def test_a_group_beyond_the_models_positions_is_refused_alone(model) -> None:  # type: ignore[no-untyped-def]
     scheduler = _scheduler(model)
     scheduler.runner.max_positions = 40  # the real model has 32,768
@@ -299,7 +351,7 @@ def test_the_ring_holds_the_fed_ids_kv_as_r_swa_computes_it(model) -> None:  # t
 def test_greedy_picks_what_argmax_picks_ties_and_all() -> None:
     """The scheduler's two-pass argmax: the first of equal maxima, wherever they fall
     (inside one chunk, across chunks, at either end of the vocabulary)."""
-    from ocr_worker.engines.unlimited_ocr.scheduler import greedy
+    from ocr_worker.engines.unlimited_ocr.sampling import greedy
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(6, 129280, generator=g)

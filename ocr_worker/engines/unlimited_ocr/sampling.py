@@ -1,0 +1,77 @@
+"""Choosing each sequence's next token on the GPU, read back by the host one step later.
+
+The page guard (host Python) decides what a sequence may not write next and what it must write;
+its decision is applied to the logits on the device, so the chosen tokens can feed the next
+decode step there. The host reads them with an asynchronous copy while that next step runs:
+the guard's work and the read-back overlap the GPU's work instead of stalling it every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+NO_TOKEN = -1  # a row the guard does not force
+
+
+@dataclass
+class Chosen:
+    """A step's tokens, chosen on the device; ``read()`` waits for them on the host."""
+
+    tokens: torch.Tensor  # (B,) on the device: what each row feeds next (bans and forcing applied)
+    picks: torch.Tensor  # (2, B) on the host (pinned): the model's own choice, then ``tokens``
+    ready: torch.cuda.Event | None  # None on the CPU, where the copy is already done
+
+    def read(self) -> tuple[list[int], list[int]]:
+        """(wanted, chosen) per row, once the copy has landed."""
+        if self.ready is not None:
+            self.ready.synchronize()
+        wanted, chosen = self.picks.tolist()
+        return wanted, chosen
+
+
+def choose(logits: torch.Tensor, banned: list[set[int]], forced: list[int | None]) -> Chosen:
+    """Greedy per row (logits: (B, V)), with row b's ``banned`` ids excluded and its
+    ``forced`` id, if any, taking the place of the choice. Nothing here waits for the GPU."""
+    device = logits.device
+    wanted = greedy(logits)
+    chosen = wanted
+    rows = [b for b, ids in enumerate(banned) for _ in ids]
+    if rows:
+        ids = [i for row in banned for i in row]
+        masked = logits.clone()
+        masked[on_device(rows, device), on_device(ids, device)] = float("-inf")
+        chosen = greedy(masked)
+    if any(f is not None for f in forced):
+        imposed = on_device([NO_TOKEN if f is None else f for f in forced], device)
+        chosen = torch.where(imposed != NO_TOKEN, imposed, chosen)
+    both = torch.stack([wanted, chosen])
+    if device.type != "cuda":
+        return Chosen(chosen, both, None)
+    picks = torch.empty(both.shape, dtype=both.dtype, pin_memory=True)
+    picks.copy_(both, non_blocking=True)
+    ready = torch.cuda.Event()
+    ready.record()
+    return Chosen(chosen, picks, ready)
+
+
+def greedy(logits: torch.Tensor) -> torch.Tensor:
+    """``logits.argmax(-1)`` (the first of equal maxima), in two passes: on the GPU, torch's
+    reduction of one 129k-wide row runs on a few blocks (27 µs a call on the H200, two calls a
+    step); the maxima of 128 chunks, then the first chunk holding the largest, take ~10."""
+    rows, vocab = logits.shape
+    chunks = 128
+    if vocab % chunks:
+        return logits.argmax(-1)
+    values, index = logits.view(rows, chunks, vocab // chunks).max(-1)  # (B, chunks)
+    best = values.argmax(-1)
+    return best * (vocab // chunks) + index.gather(1, best[:, None])[:, 0]
+
+
+def on_device(values: list[int], device: torch.device) -> torch.Tensor:
+    """A small list of ids on the device, through pinned memory so the copy does not block."""
+    host = torch.tensor(values, dtype=torch.long)
+    if device.type != "cuda":
+        return host
+    return host.pin_memory().to(device, non_blocking=True)
