@@ -74,9 +74,13 @@ def worker_specs(
     (ocr.long -> ocr.long.<version>) and its name is in the node name Flower lists."""
     host = host or socket.gethostname()
     served: dict[str, str] = {}
+    if not set(queues) & set(OCR_QUEUES):
+        # No OCR queue (e.g. control only): a model would take the card's memory and, each time
+        # a prefork child is recycled, a minute of loading, for tasks that never use it.
+        served["UOCR_WORKER__PRELOAD_ENGINE"] = "false"
     if model_version is not None:
         queues = tuple(versioned_queue(queue, model_version) for queue in queues)
-        served = {"UOCR_WORKER__MODEL_VERSION": model_version}
+        served["UOCR_WORKER__MODEL_VERSION"] = model_version
     base = [*CELERY_ARGV, "worker", "--pool", "prefork", "-Q", ",".join(queues), "-E", *extra_args]
     if not cards:
         name = node_name("cpu", host, model_version)

@@ -86,3 +86,14 @@ def test_uocr_worker_starts_one_process_per_faked_card(tmp_path) -> None:  # typ
         "gpu1@t": "1",
         "gpu2@t": "2",
     }
+
+
+def test_a_worker_without_ocr_queues_loads_no_model() -> None:
+    """The control worker (webhooks, recovery, admission) runs no OCR task: a model loaded in
+    each of its prefork children took ~39 GB of the card apiece on the H200 and a minute to
+    load again whenever a child was recycled, while recovery and admission waited."""
+    (control,) = worker_specs([], concurrency=4, host="h", queues=("control",), model_version="v2")
+    assert control.env["UOCR_WORKER__PRELOAD_ENGINE"] == "false"
+    assert control.env["UOCR_WORKER__MODEL_VERSION"] == "v2"
+    (ocr,) = worker_specs([], concurrency=4, host="h")
+    assert "UOCR_WORKER__PRELOAD_ENGINE" not in ocr.env

@@ -140,8 +140,8 @@ def compare(
         seen.append(out.float().clone())  # graph replays reuse the output buffer
         return out
 
-    def recording_decode(sequences):  # type: ignore[no-untyped-def]
-        out = decode(sequences)
+    def recording_decode(sequences, tokens=None):  # type: ignore[no-untyped-def]
+        out = decode(sequences, tokens)
         seen.append(out[0].float().clone())
         return out
 
