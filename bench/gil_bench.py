@@ -15,7 +15,11 @@ PDF build in the thread (``pdf``, PyMuPDF holds the GIL) or the same build hande
 pool as the worker now does (``pdf-process``). It prints ms per step for each against the same
 loop alone, and the task threads' work rate, side by side.
 
-    python -m bench.gil_bench [--threads 0 4 16] [--intervals-ms 5 1 0.5 0.2]
+    python -m bench.gil_bench [--threads 0 4 16] [--intervals-ms 5 1 0.5 0.2] [--torch-ops 0 45]
+
+``--torch-ops``: the loop also makes that many small torch calls per step. Each lets go of
+the GIL and waits to take it back behind every busy thread: the decode step's host side makes
+~45 (bench/RESULTS.md), so its cost under load is per call, not per step.
 """
 
 from __future__ import annotations
@@ -71,11 +75,18 @@ def busy(stop: threading.Event, done: list[int], work: Callable[[], object]) -> 
     done.append(count)
 
 
-def decode_loop(steps: int, step_s: float, python_s: float) -> float:
-    """ms per step: a GIL-free wait (the GPU's step), then Python until python_s has passed."""
+def decode_loop(steps: int, step_s: float, python_s: float, torch_ops: int) -> float:
+    """ms per step: a GIL-free wait (the GPU's step), ``torch_ops`` small torch calls (each
+    lets go of the GIL and must take it back, as every op the step's host side launches does),
+    then Python until python_s has passed."""
+    import torch
+
+    tensor = torch.zeros(4)
     started = time.perf_counter()
     for _ in range(steps):
         time.sleep(step_s)  # releases the GIL, as waiting on a CUDA sync does
+        for _ in range(torch_ops):
+            tensor.add_(1)
         until = time.perf_counter() + python_s
         while time.perf_counter() < until:
             pass
@@ -83,7 +94,11 @@ def decode_loop(steps: int, step_s: float, python_s: float) -> float:
 
 
 def run(
-    threads: int, interval_s: float, work: Callable[[], object], args: argparse.Namespace
+    threads: int,
+    interval_s: float,
+    work: Callable[[], object],
+    args: argparse.Namespace,
+    torch_ops: int = 0,
 ) -> tuple[float, float]:
     sys.setswitchinterval(interval_s)
     stop, done = threading.Event(), []  # type: ignore[var-annotated]
@@ -91,7 +106,7 @@ def run(
     for worker in workers:
         worker.start()
     started = time.perf_counter()
-    ms = decode_loop(args.steps, args.step_ms / 1000, args.python_us / 1e6)
+    ms = decode_loop(args.steps, args.step_ms / 1000, args.python_us / 1e6, torch_ops)
     stop.set()
     for worker in workers:
         worker.join()
@@ -106,23 +121,27 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=3.4)  # R-SWA, 16 sequences, H200
     parser.add_argument("--python-us", type=float, default=300)
     parser.add_argument("--steps", type=int, default=300)
+    # The decode step's host side makes ~45 torch calls on the card (launches, copies, the
+    # choice of tokens); each hands the GIL over and waits to get it back.
+    parser.add_argument("--torch-ops", type=int, nargs="+", default=[0, 45])
     args = parser.parse_args()
     default = sys.getswitchinterval()
     pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
     works = {**WORK, "pdf-process": lambda: pool.submit(searchable_pdf).result()}
-    alone, _ = run(0, default, WORK["json"], args)
-    print(f"decode loop alone: {alone:.2f} ms per step (GPU wait {args.step_ms} ms)")
-    header = ("work", "threads", "interval", "ms/step", "x alone", "work/s")
-    print("{:>12} {:>7} {:>9} {:>8} {:>8} {:>7}".format(*header))
-    for name in args.work:
-        for threads in [t for t in args.threads if t]:
-            for interval in args.intervals_ms:
-                ms, rate = run(threads, interval / 1000, works[name], args)
-                print(
-                    f"{name:>12} {threads:>7} {interval:>6} ms {ms:>8.2f} {ms / alone:>8.2f} "
-                    f"{rate:>7.0f}",
-                    flush=True,
-                )
+    header = ("work", "threads", "interval", "torch ops", "ms/step", "x alone", "work/s")
+    print("{:>12} {:>7} {:>9} {:>9} {:>8} {:>8} {:>7}".format(*header))
+    for ops in args.torch_ops:
+        alone, _ = run(0, default, WORK["json"], args, ops)
+        print(f"{'alone':>12} {0:>7} {'':>9} {ops:>9} {alone:>8.2f} {1:>8.2f}")
+        for name in args.work:
+            for threads in [t for t in args.threads if t]:
+                for interval in args.intervals_ms:
+                    ms, rate = run(threads, interval / 1000, works[name], args, ops)
+                    print(
+                        f"{name:>12} {threads:>7} {interval:>6} ms {ops:>9} {ms:>8.2f} "
+                        f"{ms / alone:>8.2f} {rate:>7.0f}",
+                        flush=True,
+                    )
     pool.shutdown()
     sys.setswitchinterval(default)
 

@@ -18,6 +18,6 @@ python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BA
   --sides bare --out "$OUTDIR" ${BENCH_ARGS:-}
 python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${SERVICE:-16 64 128} \
   --sides service ${KILL---kill} --out "$OUTDIR" ${BENCH_ARGS:-}
-cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$OUTDIR/" 2>/dev/null
+cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$GPU_STACK_DIR"/logs/control.log "$OUTDIR/" 2>/dev/null
 bash bench/gpu_stack.sh stop
 echo RUN-DONE

@@ -92,7 +92,9 @@ def build_model(device: torch.device, *, live: bool = True, **reduced: Any) -> A
                 param.normal_(0, sharpen * param.shape[-1] ** -0.5, generator=generator)
             else:
                 param.normal_(0, 0.02, generator=generator)
-        tiny_model._make_vision_live(model)
+        # Its own generator: drawn from the global one, the vision weights (and so whether
+        # generate's random output loops) depended on what earlier tests had drawn.
+        tiny_model._make_vision_live(model, generator)
     return model.eval()
 
 

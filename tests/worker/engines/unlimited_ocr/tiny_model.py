@@ -88,16 +88,18 @@ def write_tiny_tokenizer(path: Path) -> None:
     tokenizer.save(str(path / "tokenizer.json"))
 
 
-def _make_vision_live(model) -> None:  # type: ignore[no-untyped-def]
+def _make_vision_live(model, generator=None) -> None:  # type: ignore[no-untyped-def]
     """transformers initialises SAM's weights at ~1e-10, so every page would give the same
     features and no test could see a bug in the image path. Fan-in scaled weights make
-    different pages give clearly different features (checked in test_vision_path)."""
+    different pages give clearly different features (checked in test_vision_path).
+    ``generator``: drawn from it, else from torch's global generator (as seeded by the caller)."""
     for name, param in model.model.vision_tower.sam_encoder.named_parameters():
         if param.dim() >= 2:
             fan_in = param[0].numel() if param.dim() > 2 or "rel_pos" not in name else 1
-            param.normal_(0, 0.02 if "pos" in name else fan_in**-0.5)
+            param.normal_(0, 0.02 if "pos" in name else fan_in**-0.5, generator=generator)
     projector = model.model.multi_modal_projector.weight
-    projector.normal_(0, 2 * projector.shape[1] ** -0.5)  # image rows as large as word embeddings
+    # image rows as large as word embeddings
+    projector.normal_(0, 2 * projector.shape[1] ** -0.5, generator=generator)
 
 
 def _make_decoder_live(model) -> None:  # type: ignore[no-untyped-def]
