@@ -12,12 +12,16 @@ eval "$(bash bench/gpu_stack.sh env)"
 CHECKPOINT=${CHECKPOINT:-/tmp/uocr-v1}
 [ -f "$CHECKPOINT/config.json" ] || python3 -m bench.full_checkpoint "$CHECKPOINT"
 python3 -m uocr_cli.main model verify "$CHECKPOINT"
-# service/bare at 16 and 128 groups per GPU; the service also at 64 (tokens/s as it fills).
-# BENCH_ARGS: e.g. "--pages 20 24"; KILL="" leaves out the killed worker.
+# service/bare at 16 and 128 groups per GPU: the service with its engine in a child process
+# (SERVICE_EP, with the killed worker) and in the worker's process (SERVICE, also at 64).
+# BENCH_ARGS: e.g. "--pages 20 24"; KILL="" leaves out the killed worker; an empty list skips.
 python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BARE:-16 128} \
   --sides bare --out "$OUTDIR" ${BENCH_ARGS:-}
-python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${SERVICE:-16 64 128} \
-  --sides service ${KILL---kill} --out "$OUTDIR" ${BENCH_ARGS:-}
+[ -n "${SERVICE_EP-16 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
+  --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} \
+  --out "$OUTDIR" ${BENCH_ARGS:-}
+[ -n "${SERVICE-16 64 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
+  --concurrency ${SERVICE-16 64 128} --sides service --out "$OUTDIR" ${BENCH_ARGS:-}
 cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$GPU_STACK_DIR"/logs/control.log "$OUTDIR/" 2>/dev/null
 bash bench/gpu_stack.sh stop
 echo RUN-DONE

@@ -293,6 +293,11 @@ def main() -> None:
     parser.add_argument("--workspace-gb", type=float, default=32.0)
     parser.add_argument("--sides", nargs="+", default=["bare", "service"])
     parser.add_argument("--kill", action="store_true")
+    parser.add_argument(
+        "--engine-process",
+        action="store_true",
+        help="the worker runs its engine in a child process (unlimited_ocr.engine_process)",
+    )
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
     if not (args.checkpoint / "config.json").exists():
@@ -312,8 +317,10 @@ def main() -> None:
             "UOCR_WORKER__LEASE_SECONDS": "20",
             "UOCR_WORKER__REDISPATCH_AFTER_SECONDS": "20",
             "UOCR_WORKER__RECONCILE_INTERVAL_SECONDS": "5",
+            "UOCR_UNLIMITED_OCR__ENGINE_PROCESS": str(args.engine_process).lower(),
         }
     )
+    side = "service_engine_process" if args.engine_process else "service"
     from ocr_api.core.settings import load_settings
 
     most = max(args.concurrency)
@@ -346,11 +353,11 @@ def main() -> None:
             print("kill", report["kill"], flush=True)
             out.write_text(json.dumps(report, indent=1))
         if "service" in args.sides:
-            report["service"] = {}
+            report[side] = {}
             for c in args.concurrency:
-                report["service"][str(c)] = service(client, documents[:c], c)
-                brief = {k: v for k, v in report["service"][str(c)].items() if k != "memory"}
-                print("service", c, brief, flush=True)
+                report[side][str(c)] = service(client, documents[:c], c)
+                brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
+                print(side, c, brief, flush=True)
                 out.write_text(json.dumps(report, indent=1))
     out.write_text(json.dumps(report, indent=1))
     print_table(report)
@@ -360,16 +367,18 @@ def print_table(report: dict) -> None:  # type: ignore[type-arg]
     print("\n| per GPU | bare pages/s | service pages/s | service/bare | bare tok/s | "
           "service tok/s | GPU idle (service) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
-    bare, service = report.get("bare", {}), report.get("service", {})
-    for c in sorted(set(bare) | set(service), key=int):
-        b, s = bare.get(c, {}), service.get(c)
-        ratio = f"{s['pages_per_s'] / b['pages_per_s']:.2f}" if s and "pages" in b else "-"
-        print(
-            f"| {c} groups | {b.get('pages_per_s', '-')} | {s['pages_per_s'] if s else '-'} | "
-            f"{ratio} | {b.get('tokens_per_s', '-')} | {s['tokens_per_s'] if s else '-'} | "
-            f"{s['gpu_idle_fraction'] if s else '-'} |"
-        )
-    for side in ("bare", "service"):
+    bare = report.get("bare", {})
+    for key in ("service", "service_engine_process"):
+        service = report.get(key, {})
+        for c in sorted(service, key=int):
+            b, s = bare.get(c, {}), service[c]
+            ratio = f"{s['pages_per_s'] / b['pages_per_s']:.2f}" if "pages" in b else "-"
+            print(
+                f"| {c} groups ({key}) | {b.get('pages_per_s', '-')} | {s['pages_per_s']} | "
+                f"{ratio} | {b.get('tokens_per_s', '-')} | {s['tokens_per_s']} | "
+                f"{s['gpu_idle_fraction']} |"
+            )
+    for side in ("bare", "service", "service_engine_process"):
         for c, r in report.get(side, {}).items():
             print(side, c, "ms per page by stage:", r["stage_ms_per_page"])
 

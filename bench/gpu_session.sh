@@ -36,7 +36,7 @@ timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --work
 tail -30 "$OUTDIR/engine_bench.log"
 part service
 while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
-BARE=${BARE:-16 128} SERVICE=${SERVICE:-16 64 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
+BARE=${BARE:-16 128} SERVICE=${SERVICE-16 128} SERVICE_EP=${SERVICE_EP-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
   bash bench/gpu_run.sh "$OUTDIR/service" >"$OUTDIR/service.log" 2>&1  # kept if the loan ends
 tail -40 "$OUTDIR/service.log"
 part done

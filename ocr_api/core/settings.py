@@ -111,6 +111,10 @@ class UnlimitedOcrSettings(_Section):
     # waits for each step with the GIL released and takes it back from whichever task thread
     # runs Python, which by default keeps it up to 5 ms, longer than a step (bench/gil_bench.py).
     gil_switch_interval_ms: float = Field(0.5, gt=0)
+    # The model, vision tower and decode loop in a child process of the worker (engine_process
+    # .py): there no task thread holds the GIL that each of the step's torch calls must take
+    # back. Off until measured on a card.
+    engine_process: bool = False
 
 
 class WorkerSettings(_Section):

@@ -31,9 +31,12 @@ from tests.factories import sample_pages, scanned_pdf
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
 
 
+@pytest.mark.parametrize("engine_process", [False, True], ids=["in-worker", "engine-process"])
 def test_documents_run_through_the_gpu_engine_worker(
-    service_urls: ServiceUrls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    service_urls: ServiceUrls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_process: bool
 ) -> None:
+    """Also with the engine in a child process of each worker (``unlimited_ocr.engine_process``):
+    the model, vision tower and decode loop there, Celery and storage in the worker."""
     tag = "gpu" + uuid.uuid4().hex[:8]
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
     write_manifest(checkpoint)
@@ -50,6 +53,7 @@ def test_documents_run_through_the_gpu_engine_worker(
         "UOCR_S3__ENDPOINT_URL": service_urls.s3,
         "UOCR_S3__BUCKET": tag,
         "UOCR_GPU_COUNT": "2",
+        "UOCR_UNLIMITED_OCR__ENGINE_PROCESS": str(engine_process).lower(),
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)

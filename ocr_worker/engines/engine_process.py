@@ -1,0 +1,172 @@
+"""An engine in a process of its own, so its decode loop never waits for the worker's GIL.
+
+In a GPU worker every torch call made from Python lets go of the GIL and must take it back,
+and a decode step makes dozens: while the worker's task threads run Python (S3, SQL, results),
+each call waits behind them (bench/gil_bench.py --torch-ops; the service ran at a third of the
+bare engine on the H200, bench/RESULTS.md). Here the worker's process keeps Celery, leases,
+rendering and storage; a child process started with ``spawn`` (a CUDA context of its own)
+holds the model, the vision tower and the decode loop, and runs each page group on a thread of
+its own. Groups go over a pipe (pages as arrays, results back); the child's stage times and
+token counts come back with each answer, so the worker's metrics and logs still see them.
+
+If the child dies, every waiting and later call fails with ``EngineProcessDied``: the tasks
+fail, their leases lapse and another worker takes the groups (a worker without its engine is
+no worker; its supervisor restarts it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import pickle
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from typing import Any
+
+import structlog
+
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.settings import Settings
+from ocr_worker.engines.base import OcrEngine, PageGroupInput
+from ocr_worker.stage_clock import clock
+
+log = structlog.get_logger(__name__)
+
+
+class EngineProcessDied(RuntimeError):
+    pass
+
+
+class EngineProcess(OcrEngine):
+    """``settings``' engine, run in a child process, up to ``max_concurrency`` groups at once."""
+
+    def __init__(self, settings: Settings) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child_end = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(child_end, settings), name="uocr-engine", daemon=True
+        )
+        self._process.start()
+        child_end.close()
+        kind, value = self._connection.recv()  # the model loads before the worker takes tasks
+        if kind != "ready":
+            self._process.join(5)
+            raise RuntimeError(f"the engine process failed to start: {value}")
+        self.name, self.uses_context_pages, self._input_sides = value
+        self._calls = itertools.count()
+        self._waiting: dict[int, Future[Any]] = {}
+        self._lock = threading.Lock()  # one sender at a time; the waiting table with it
+        self._died: str | None = None
+        threading.Thread(target=self._read, name="engine-process-reader", daemon=True).start()
+
+    def input_long_side(self, pages: int) -> int | None:
+        if pages in self._input_sides:  # asked for every group's render: no round trip
+            return self._input_sides[pages]  # type: ignore[no-any-return]
+        return self._call("input_long_side", pages)  # type: ignore[no-any-return]
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        return self._call("run_group", group)  # type: ignore[no-any-return]
+
+    def end_document(self, job_id: str) -> None:
+        self._call("end_document", job_id)
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+
+    def _call(self, method: str, *args: Any) -> Any:
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._died is not None:
+                raise EngineProcessDied(self._died)
+            call = next(self._calls)
+            self._waiting[call] = future
+            self._connection.send((call, method, args))
+        return future.result()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                call, ok, value, spent, tokens = self._connection.recv()
+            except (EOFError, OSError):
+                self._fail_all()
+                return
+            for stage, amount in spent.items():  # the child's stage times, here
+                clock.add(stage, amount)
+            if tokens:
+                self.count_tokens(tokens)
+            with self._lock:
+                future = self._waiting.pop(call)
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def _fail_all(self) -> None:
+        self._process.join(1)
+        reason = f"the engine process ended (exit code {self._process.exitcode})"
+        with self._lock:
+            self._died = reason
+            waiting, self._waiting = self._waiting, {}
+        if waiting:
+            log.error("engine_process.died", reason=reason, calls_failed=len(waiting))
+        for future in waiting.values():
+            future.set_exception(EngineProcessDied(reason))
+
+
+# -- in the child ------------------------------------------------------------------------------
+
+
+def _serve(connection: Connection, settings: Settings) -> None:
+    from ocr_api.core.logging import configure_logging
+    from ocr_worker.engines.factory import make_engine
+
+    configure_logging(settings.log_level)
+    try:
+        engine = make_engine(settings, in_process=True)
+        group = settings.page_group_size + settings.page_group_overlap
+        sides = {n: engine.input_long_side(n) for n in range(1, group + 1)}
+    except Exception as error:
+        connection.send(("failed", f"{type(error).__name__}: {error}"))
+        return
+    connection.send(("ready", (engine.name, engine.uses_context_pages, sides)))
+    sending = threading.Lock()
+    reported: dict[str, float] = {}
+    tokens = [0]  # counted by the engine since the last answer
+
+    def count(amount: int) -> None:
+        with sending:
+            tokens[0] += amount
+
+    engine.count_tokens = count
+
+    def answer(call: int, method: str, args: tuple[Any, ...]) -> None:
+        try:
+            value, ok = getattr(engine, method)(*args), True
+        except Exception as error:  # the worker's task sees it, as it would in one process
+            value, ok = _picklable(error), False
+        with sending:  # the stage times and tokens since the last answer go with this one
+            totals = clock.totals()
+            spent = {k: v - reported.get(k, 0.0) for k, v in totals.items()}
+            reported.update(totals)
+            connection.send((call, ok, value, spent, tokens[0]))
+            tokens[0] = 0
+
+    # Every group a worker's threads hand over runs at once here, as it would in one process.
+    threads = settings.max_concurrency + 1  # and end_document beside them
+    with ThreadPoolExecutor(threads, thread_name_prefix="engine-group") as pool:
+        while True:
+            try:
+                call, method, args = connection.recv()
+            except (EOFError, OSError):  # the worker closed the pipe or died: nothing to serve
+                return
+            pool.submit(answer, call, method, args)
+
+
+def _picklable(error: Exception) -> Exception:
+    try:
+        pickle.dumps(error)
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
