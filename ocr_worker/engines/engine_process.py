@@ -20,6 +20,7 @@ import itertools
 import multiprocessing
 import pickle
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
@@ -39,13 +40,14 @@ class EngineProcessDied(RuntimeError):
 
 
 class EngineProcess(OcrEngine):
-    """``settings``' engine, run in a child process, up to ``max_concurrency`` groups at once."""
+    """The engine ``build(settings)`` makes, run in a child process, up to ``max_concurrency``
+    groups at once. ``build`` goes to the child by name: a module-level function."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, build: Callable[[Settings], OcrEngine]) -> None:
         context = multiprocessing.get_context("spawn")
         self._connection, child_end = context.Pipe()
         self._process = context.Process(
-            target=_serve, args=(child_end, settings), name="uocr-engine", daemon=True
+            target=_serve, args=(child_end, settings, build), name="uocr-engine", daemon=True
         )
         self._process.start()
         child_end.close()
@@ -118,13 +120,14 @@ class EngineProcess(OcrEngine):
 # -- in the child ------------------------------------------------------------------------------
 
 
-def _serve(connection: Connection, settings: Settings) -> None:
+def _serve(
+    connection: Connection, settings: Settings, build: Callable[[Settings], OcrEngine]
+) -> None:
     from ocr_api.core.logging import configure_logging
-    from ocr_worker.engines.factory import make_engine
 
     configure_logging(settings.log_level)
     try:
-        engine = make_engine(settings, in_process=True)
+        engine = build(settings)
         group = settings.page_group_size + settings.page_group_overlap
         sides = {n: engine.input_long_side(n) for n in range(1, group + 1)}
     except Exception as error:

@@ -15,7 +15,7 @@ import pytest
 from ocr_api.core.settings import Settings, load_settings
 from ocr_worker.engines.base import PageGroupInput, PageImage
 from ocr_worker.engines.engine_process import EngineProcess, EngineProcessDied
-from ocr_worker.engines.factory import make_engine
+from ocr_worker.engines.factory import make_engine, unlimited_ocr_engine
 from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
 from ocr_worker.stage_clock import clock
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
@@ -48,7 +48,7 @@ DOCUMENT = [  # two groups: the second reads page 3 again as its context
 
 
 def test_the_engine_process_reads_what_the_engine_reads_here(settings: Settings) -> None:
-    here = make_engine(settings, in_process=True)
+    here = unlimited_ocr_engine(settings)
     expected = [here.run_group(group) for group in DOCUMENT]
     remote = make_engine(settings)
     assert isinstance(remote, EngineProcess)
