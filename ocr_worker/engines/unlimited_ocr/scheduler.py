@@ -17,7 +17,7 @@ import torch
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace, WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-from ocr_worker.engines.unlimited_ocr.sampling import Chosen, choose
+from ocr_worker.engines.unlimited_ocr.sampling import Chosen, choose, on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.stage_clock import clock
 
@@ -125,12 +125,14 @@ class Scheduler:
                 logits = self.runner.decode(sequences, tokens=fed)
                 if launched is not None:  # the GPU computes this step meanwhile
                     self._observe(launched)
-                self._launched = self._choose(active, logits)
+                chosen = self._choose(active, logits)
                 in_step = not self.overlap or self.runner.selector is not None
-                if in_step and self._launched is not None:
-                    self._observe(self._launched)
-                    self._launched = None
-            clock.add("tokens", len(active))
+                if in_step and chosen is not None:
+                    self._observe(chosen)
+                else:
+                    self._launched = chosen
+            # Rows whose sequence ended on the token just read rode along and write nothing.
+            clock.add("tokens", sum(chosen.live) if chosen is not None else 0)
         elif launched is not None:
             self._observe(launched)
         return self._retire()
@@ -221,8 +223,8 @@ class Scheduler:
         if rows == list(range(len(launched.batch))):  # the same batch: no gather
             return launched.chosen.tokens, counts
         device = launched.chosen.tokens.device
-        known = torch.tensor([s.generated[-1] for s, _ in active], device=device)
-        index = torch.tensor(rows, device=device)
+        known = on_device([s.generated[-1] for s, _ in active], device)
+        index = on_device(rows, device)
         gathered = launched.chosen.tokens[index.clamp(min=0)]
         return torch.where(index >= 0, gathered, known), counts
 

@@ -123,13 +123,17 @@ def test_the_stage_clock_accounts_each_stage_and_every_decoded_token(checkpoint:
     from ocr_worker.stage_clock import clock
 
     engine = _engine(checkpoint)
+    runs = _recording(engine)
     before = clock.totals()
     engine.run_group(PageGroupInput("clock", 0, [], [_page(1), _page(2)], True))
     after = clock.totals()
     grown = {stage: after.get(stage, 0) - before.get(stage, 0) for stage in after}
     assert all(grown[stage] > 0 for stage in ("vision", "prefill", "decode", "idle"))
-    generated = engine.loop.scheduler.steps  # one token per decode step (one sequence) + prefill
-    assert grown["tokens"] == generated + 1
+    # Every id the sequence wrote (the prefill's, then one a step), and not the step launched
+    # before the host read the id that ended it.
+    (run,) = runs
+    assert grown["tokens"] == len(run.finished.sequence.generated)
+    assert run.steps == len(run.finished.sequence.generated)  # that step was launched
 
 
 DOCUMENT = [  # three groups of three pages, each later one opening with its boundary page
