@@ -167,6 +167,13 @@ def gpu_worker_process() -> psutil.Process:
     raise RuntimeError("no GPU worker process (celery -n gpu0@...) is running")
 
 
+def _rss(process: psutil.Process) -> int:
+    try:
+        return int(process.memory_info().rss)
+    except psutil.NoSuchProcess:  # a render process recycled between listing and reading
+        return 0
+
+
 def submit_all(client: httpx.Client, documents: list[bytes]) -> list[str]:
     def submit(item: tuple[int, bytes]) -> str:
         n, pdf = item
@@ -206,7 +213,13 @@ def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> d
     memory: list[dict] = []  # type: ignore[type-arg]
 
     def sample(status: dict) -> None:  # type: ignore[type-arg]
-        memory.append({"job": status["id"], "rss_bytes": worker.memory_info().rss})
+        # the worker with its children: the render processes and, with engine_process, the model
+        children = worker.children(recursive=True)
+        memory.append({
+            "job": status["id"],
+            "rss_bytes": worker.memory_info().rss + sum(_rss(c) for c in children),
+            "rss_worker_bytes": worker.memory_info().rss,
+        })
 
     before = stage_totals()
     ids = submit_all(client, documents)
@@ -225,7 +238,19 @@ def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> d
     for row in memory:
         row["gpu_reserved_bytes"] = reserved.get(row["job"])
     result["memory"] = memory
+    result["memory_growth_after_warmup"] = {
+        key: _growth([row[key] for row in memory if row.get(key)])
+        for key in ("rss_bytes", "gpu_reserved_bytes")
+    }
     return result
+
+
+def _growth(samples: list[int]) -> float | None:
+    """From the sample a tenth of the way in (warm-up over) to the last, as a fraction."""
+    if len(samples) < 10:
+        return None
+    warm = samples[len(samples) // 10]
+    return round((samples[-1] - warm) / warm, 4)
 
 
 def killed_mid_document(client: httpx.Client, pdf: bytes) -> dict:  # type: ignore[type-arg]

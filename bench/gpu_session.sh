@@ -25,15 +25,19 @@ if [ "${MLP:-1}" = 1 ]; then  # MLP=0 leaves it out when the MoE kernels did not
   timeout 180 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
 fi
-part profile
-timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
-tail -30 "$OUTDIR/step_profile.log"
-part engine
-timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
-  --pages 100 --step-batches 1 16 128 --throughput-docs 16 128 --steps-only rswa_torch \
-  --brief srswa --realistic-page-tokens 700 --realistic-pages 24 \
-  --out "$OUTDIR/engine_bench.json" >"$OUTDIR/engine_bench.log" 2>&1
-tail -30 "$OUTDIR/engine_bench.log"
+if [ "${PROFILE:-1}" = 1 ]; then  # PROFILE=0 / ENGINE=0 leave out parts whose code did not change
+  part profile
+  timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
+  tail -30 "$OUTDIR/step_profile.log"
+fi
+if [ "${ENGINE:-1}" = 1 ]; then
+  part engine
+  timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
+    --pages 100 --step-batches 1 16 128 --throughput-docs 16 128 --steps-only rswa_torch \
+    --brief srswa --realistic-page-tokens 700 --realistic-pages 24 \
+    --out "$OUTDIR/engine_bench.json" >"$OUTDIR/engine_bench.log" 2>&1
+  tail -30 "$OUTDIR/engine_bench.log"
+fi
 part service
 while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
 BARE=${BARE:-16 128} SERVICE=${SERVICE-16 128} SERVICE_EP=${SERVICE_EP-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \

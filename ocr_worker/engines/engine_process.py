@@ -58,7 +58,8 @@ class EngineProcess(OcrEngine):
         self.name, self.uses_context_pages, self._input_sides = value
         self._calls = itertools.count()
         self._waiting: dict[int, Future[Any]] = {}
-        self._lock = threading.Lock()  # one sender at a time; the waiting table with it
+        self._lock = threading.Lock()  # the waiting table, which the reader thread shares
+        self._send_lock = threading.Lock()  # one sender at a time: a group pickles for ms
         self._died: str | None = None
         threading.Thread(target=self._read, name="engine-process-reader", daemon=True).start()
 
@@ -74,7 +75,7 @@ class EngineProcess(OcrEngine):
         self._call("end_document", job_id)
 
     def close(self) -> None:
-        with self._lock:
+        with self._send_lock:
             self._connection.close()
         self._process.join(10)
         if self._process.is_alive():
@@ -87,7 +88,13 @@ class EngineProcess(OcrEngine):
                 raise EngineProcessDied(self._died)
             call = next(self._calls)
             self._waiting[call] = future
-            self._connection.send((call, method, args))
+        try:
+            with self._send_lock:  # not under _lock: answers go out while a group pickles
+                self._connection.send((call, method, args))
+        except (OSError, ValueError) as error:  # the child is gone, or close() closed the pipe
+            with self._lock:
+                self._waiting.pop(call, None)
+            raise EngineProcessDied(self._died or f"the engine process is gone: {error}") from error
         return future.result()
 
     def _read(self) -> None:
