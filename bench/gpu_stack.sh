@@ -47,6 +47,7 @@ pack() {
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$out/wheels" $WHEELS
   local root; root=$(mktemp -d)
+  chmod 755 "$root"  # mktemp's 700 would travel as the unpacked tree's mode: closed to Postgres
   mkdir -p "$root/usr/lib/postgresql/15" "$root/usr/share/postgresql" "$root/lib" "$root/bin"
   # Postgres finds share/ and lib/ relative to its binary: keep Debian's layout.
   cp -a /usr/lib/postgresql/15/bin /usr/lib/postgresql/15/lib "$root/usr/lib/postgresql/15/"
@@ -106,7 +107,8 @@ start() {
   stop  # a restart: nothing left from an earlier start holds a port
   eval "$(env_vars)"
   export LD_LIBRARY_PATH_STACK=$STACK/native/lib
-  if [ ! -d "$STACK/pg" ]; then
+  if [ ! -f "$STACK/pg/PG_VERSION" ]; then  # none yet, or a start that failed half-way
+    rm -rf "$STACK/pg"
     install -d -o "$PG_USER" "$STACK/pg"
     as_pg "$PG/initdb" -D "$STACK/pg" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   fi

@@ -113,8 +113,8 @@ class UnlimitedOcrSettings(_Section):
     gil_switch_interval_ms: float = Field(0.5, gt=0)
     # The model, vision tower and decode loop in a child process of the worker (engine_process
     # .py): there no task thread holds the GIL that each of the step's torch calls must take
-    # back. Off until measured on a card.
-    engine_process: bool = False
+    # back. On the H200 5-9% more pages/s than in the worker's process (bench/RESULTS.md).
+    engine_process: bool = True
 
 
 class WorkerSettings(_Section):
