@@ -103,6 +103,9 @@ class UnlimitedOcrSettings(_Section):
     fused_kernels: bool = True  # our Triton kernels for the decode step (GPU only)
     # SAM's relative positions folded into q·k (sam_attention.py), not a bias in memory
     fused_sam_rel_pos: bool = True
+    # Pages of the groups waiting for the vision tower go through it together, up to this many
+    # in one call (vision_batcher.py): a call is mostly launches, so bigger ones cost less a page.
+    vision_batch_pages: int = Field(32, ge=1)
     kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group
     # A group whose boundary page's KV is reused here is fed that page's section as the previous
     # group wrote it, instead of decoding it again; off: the section is decoded (and skipped).

@@ -9,10 +9,7 @@ pool needed those blocks first: see kept_pages.py).
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
@@ -40,7 +37,7 @@ from ocr_worker.engines.unlimited_ocr.scheduler import (
 from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids, page_results
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
-from ocr_worker.stage_clock import clock
+from ocr_worker.engines.unlimited_ocr.vision_batcher import VisionBatcher
 
 log = structlog.get_logger(__name__)
 SINGLE_PAGE_PROMPT = "document parsing."  # the official prompts, after the image tokens
@@ -60,9 +57,13 @@ class UnlimitedOcrEngine(OcrEngine):
         dtype: torch.dtype,
     ) -> None:
         self.model, self.tokenizer, self.device = model, tokenizer, device
-        self._vision_lock = threading.Lock()
-        self._vision_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.options: UnlimitedOcrSettings = settings.unlimited_ocr
+        # The vision tower on a stream of its own, so it overlaps the decode loop's steps.
+        self.vision = VisionBatcher(
+            self._encode_pages,
+            max_pages=self.options.vision_batch_pages,
+            stream=torch.cuda.Stream(device) if device.type == "cuda" else None,
+        )
         self.overlap = settings.page_group_overlap
         text = model.config.text_config
         self.window, self.eos_id, self.bos_id = (
@@ -150,8 +151,9 @@ class UnlimitedOcrEngine(OcrEngine):
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         started = time.perf_counter()
         self._expire_kept()
-        with self._vision_turn():
+        with self.vision.on_stream():  # pages and prompt embedded beside the decode loop
             request = self._request(group)
+            self._wait_for_vision_stream()  # the loop reads them on its own stream
         finished = self.loop.decode(request)
         if finished.kept:
             self._keep(group.job_id, finished, len(request.keep_pages))
@@ -250,23 +252,12 @@ class UnlimitedOcrEngine(OcrEngine):
             already_generated=written if len(written) < budget else (),
         )
 
-    @contextmanager
-    def _vision_turn(self) -> Iterator[None]:
-        """One task thread at a time runs the vision tower: on one card they would only queue
-        behind each other, and each would hold its own activations (SAM's global attention over
-        a group's pages takes gigabytes). On the GPU it runs on a stream of its own, so it
-        overlaps the decode loop's steps; the thread waits for it, so the embeddings are ready
-        before the loop reads them."""
-        asked = time.perf_counter()
-        with self._vision_lock:
-            clock.add("vision_wait", time.perf_counter() - asked)
-            with clock.timed("vision"):
-                if self._vision_stream is None:
-                    yield
-                    return
-                with torch.cuda.stream(self._vision_stream):
-                    yield
-                self._vision_stream.synchronize()
+    def _wait_for_vision_stream(self) -> None:
+        """This thread's work on the vision stream is done (not the batches queued after it)."""
+        if self.vision.stream is not None:
+            done = torch.cuda.Event()
+            done.record(self.vision.stream)
+            done.synchronize()
 
     def _token_text(self, token: int) -> str:
         return self.token_texts[token] if 0 <= token < len(self.token_texts) else ""
@@ -283,11 +274,15 @@ class UnlimitedOcrEngine(OcrEngine):
         if not pages:
             return []
         pixels = torch.stack([page_tensor(p.pixels, self.image_size, self.device) for p in pages])
-        pixels = pixels.to(self.model.dtype)
-        features = self.model.model.get_image_features(pixel_values=pixels).pooler_output
+        features = self.vision.features(pixels.to(self.model.dtype))  # with other groups' pages
         return [
             NewSegment("page", f, page_no=p.page_no) for p, f in zip(pages, features, strict=True)
         ]
+
+    @torch.no_grad()
+    def _encode_pages(self, pixels: torch.Tensor) -> torch.Tensor:
+        """Base-mode pages, (pages, 3, size, size), to one feature row each."""
+        return self.model.model.get_image_features(pixel_values=pixels).pooler_output
 
     @torch.no_grad()
     def _gundam_segment(self, page: PageImage) -> list[NewSegment]:
@@ -295,12 +290,16 @@ class UnlimitedOcrEngine(OcrEngine):
             page.pixels, self.image_size, self.options.tile_size, device=self.device
         )
         dtype = self.model.dtype
-        features = self.model.model.get_image_features(
-            pixel_values=views.global_view[None].to(dtype),
-            pixel_values_local=None if views.tiles is None else views.tiles.to(dtype),
-            num_local_patches=[0 if views.tiles is None else views.tiles.shape[0]],
-            patches_grid=[[views.columns, views.rows]],
-        ).pooler_output  # tiles row by row (each row + newline), the global view, separator
+
+        def encode() -> torch.Tensor:
+            return self.model.model.get_image_features(
+                pixel_values=views.global_view[None].to(dtype),
+                pixel_values_local=None if views.tiles is None else views.tiles.to(dtype),
+                num_local_patches=[0 if views.tiles is None else views.tiles.shape[0]],
+                patches_grid=[[views.columns, views.rows]],
+            ).pooler_output  # tiles row by row (each row + newline), the global view, separator
+
+        features = self.vision.alone(encode)
         return [NewSegment("page", features[0], page_no=page.page_no)]
 
     def _embed(self, ids: list[int]) -> torch.Tensor:
