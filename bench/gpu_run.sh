@@ -15,8 +15,9 @@ python3 -m uocr_cli.main model verify "$CHECKPOINT"
 # service/bare at 16 and 128 groups per GPU: the service with its engine in a child process
 # (SERVICE_EP, with the killed worker) and in the worker's process (SERVICE, also at 64).
 # BENCH_ARGS: e.g. "--pages 20 24"; KILL="" leaves out the killed worker; an empty list skips.
+# The bare engine with one group per vision call (as before vision_batcher.py), then the default.
 python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BARE:-16 128} \
-  --sides bare --out "$OUTDIR" ${BENCH_ARGS:-}
+  --sides bare --vision-batch-pages ${VISION_BATCH:-1 32} --out "$OUTDIR" ${BENCH_ARGS:-}
 [ -n "${SERVICE_EP-16 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
   --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} \
   --out "$OUTDIR" ${BENCH_ARGS:-}

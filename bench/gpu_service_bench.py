@@ -108,7 +108,11 @@ def bare(engine, settings, rendered: list[list], documents: int, concurrency: in
         engine.end_document(job)
         return len(pages)
 
-    document(0)  # warm-up: CUDA graphs, allocator, kernels
+    # Warm-up at the run's own concurrency (up to 16 documents): the step's CUDA graphs and
+    # kernel tiles are made per batch size; warmed by one document alone, the first 16-group run
+    # in a process measured 15 pages/s where the next measured 25.
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(document, range(min(concurrency, 16))))
     before, started = clock.totals(), time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         pages = sum(pool.map(document, range(documents)))
@@ -207,7 +211,7 @@ def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> d
     """The same documents through the service, the GPU worker running ``concurrency`` groups."""
     os.environ["UOCR_MAX_CONCURRENCY"] = str(concurrency)
     stack("worker")  # restarted with this concurrency; the model loads before it takes work
-    warm = submit_all(client, documents[:1])
+    warm = submit_all(client, documents[: min(concurrency, 16)])  # as the bare engine warms up
     wait_all(client, warm, 600)
     worker = gpu_worker_process()
     memory: list[dict] = []  # type: ignore[type-arg]
@@ -319,6 +323,21 @@ def main() -> None:
     parser.add_argument("--sides", nargs="+", default=["bare", "service"])
     parser.add_argument("--kill", action="store_true")
     parser.add_argument(
+        "--documents",
+        type=int,
+        default=0,
+        help="service: documents per run, at least the concurrency (e.g. 64 at 16 groups: "
+        "memory after each document past the in-flight set, for a leak)",
+    )
+    parser.add_argument(
+        "--vision-batch-pages",
+        type=int,
+        nargs="+",
+        default=[],
+        help="bare: run at each (1 = one group per vision call, as before the batcher), "
+        "side by side; the last is the one compared with the service",
+    )
+    parser.add_argument(
         "--engine-process",
         action="store_true",
         help="the worker runs its engine in a child process (unlimited_ocr.engine_process)",
@@ -350,7 +369,7 @@ def main() -> None:
 
     most = max(args.concurrency)
     distinct = make_documents(min(most, args.distinct), args.pages)
-    documents = [distinct[i % len(distinct)] for i in range(most)]
+    documents = [distinct[i % len(distinct)] for i in range(max(most, args.documents))]
     out = args.out / "gpu_service_bench.json"
     report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
     report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
@@ -362,11 +381,13 @@ def main() -> None:
         engine = UnlimitedOcrEngine.from_settings(settings)
         long_side = engine.input_long_side(GROUP_SIZE)
         rendered = render_all(distinct, settings.worker.render_dpi, long_side)
-        report["bare"] = {}
-        for c in args.concurrency:
-            report["bare"][str(c)] = bare(engine, settings, rendered, c, c)
-            print("bare", c, report["bare"][str(c)], flush=True)
-            out.write_text(json.dumps(report, indent=1))
+        for pages in args.vision_batch_pages or [engine.vision.max_pages]:
+            engine.vision.max_pages = pages
+            report["bare"] = report[f"bare_vision_batch_{pages}"] = {}
+            for c in args.concurrency:
+                report["bare"][str(c)] = bare(engine, settings, rendered, c, c)
+                print(f"bare (vision calls of up to {pages} pages)", c, report["bare"][str(c)])
+                out.write_text(json.dumps(report, indent=1))
     if "service" in args.sides or args.kill:
         os.environ["UOCR_MAX_CONCURRENCY"] = str(args.concurrency[0])
         stack("start")
@@ -380,7 +401,7 @@ def main() -> None:
         if "service" in args.sides:
             report[side] = {}
             for c in args.concurrency:
-                report[side][str(c)] = service(client, documents[:c], c)
+                report[side][str(c)] = service(client, documents[: max(c, args.documents)], c)
                 brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
                 print(side, c, brief, flush=True)
                 out.write_text(json.dumps(report, indent=1))

@@ -61,7 +61,9 @@ class UnlimitedOcrEngine(OcrEngine):
         # The vision tower on a stream of its own, so it overlaps the decode loop's steps.
         self.vision = VisionBatcher(
             self._encode_pages,
-            max_pages=self.options.vision_batch_pages,
+            # transformers' own SAM attention holds a (heads, 4096, 4096) bias per page and
+            # layer (400 MB): unfused, one group a call, as its memory was planned.
+            max_pages=self.options.vision_batch_pages if self.options.fused_sam_rel_pos else 1,
             stream=torch.cuda.Stream(device) if device.type == "cuda" else None,
         )
         self.overlap = settings.page_group_overlap

@@ -48,7 +48,7 @@ class VisionBatcher:
         stream: torch.cuda.Stream | None = None,
     ) -> None:
         self._encode = encode
-        self._max_pages = max_pages
+        self.max_pages = max_pages
         self.stream = stream
         # The tower's turn: a thread takes it to run a call; a waiting thread wakes when a call
         # ends, to find its pages served or to take the next turn.
@@ -113,7 +113,7 @@ class VisionBatcher:
         batch: list[_Ask] = []
         pages = 0
         while self._waiting and (
-            not batch or pages + len(self._waiting[0].pixels) <= self._max_pages
+            not batch or pages + len(self._waiting[0].pixels) <= self.max_pages
         ):
             batch.append(self._waiting.popleft())
             pages += len(batch[-1].pixels)
