@@ -16,6 +16,7 @@ no worker; its supervisor restarts it).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import pickle
@@ -76,6 +77,8 @@ class EngineProcess(OcrEngine):
 
     def close(self) -> None:
         with self._send_lock:
+            with contextlib.suppress(OSError, ValueError):  # unless it is already gone
+                self._connection.send(None)  # the child stops taking groups and ends
             self._connection.close()
         self._process.join(10)
         if self._process.is_alive():
@@ -94,7 +97,9 @@ class EngineProcess(OcrEngine):
         except (OSError, ValueError) as error:  # the child is gone, or close() closed the pipe
             with self._lock:
                 self._waiting.pop(call, None)
-            raise EngineProcessDied(self._died or f"the engine process is gone: {error}") from error
+            self._process.join(1)  # so the reason names its exit code, as _fail_all's does
+            reason = f"the engine process ended (exit code {self._process.exitcode})"
+            raise EngineProcessDied(self._died or reason) from error
         return future.result()
 
     def _read(self) -> None:
@@ -168,15 +173,19 @@ def _serve(
     with ThreadPoolExecutor(threads, thread_name_prefix="engine-group") as pool:
         while True:
             try:
-                call, method, args = connection.recv()
-            except (EOFError, OSError):  # the worker closed the pipe or died: nothing to serve
+                message = connection.recv()
+            except (EOFError, OSError):  # the worker died: nothing to serve
                 return
-            pool.submit(answer, call, method, args)
+            if message is None:  # the worker closed the engine
+                return
+            pool.submit(answer, *message)
 
 
 def _picklable(error: Exception) -> Exception:
+    """``error`` if it survives the pipe both ways (an exception whose ``__init__`` takes other
+    arguments pickles but fails to load, which would end the worker's reader thread)."""
     try:
-        pickle.dumps(error)
+        pickle.loads(pickle.dumps(error))
     except Exception:
         return RuntimeError(f"{type(error).__name__}: {error}")
     return error

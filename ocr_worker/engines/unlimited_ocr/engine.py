@@ -9,6 +9,7 @@ pool needed those blocks first: see kept_pages.py).
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -66,6 +67,10 @@ class UnlimitedOcrEngine(OcrEngine):
             max_pages=self.options.vision_batch_pages if self.options.fused_sam_rel_pos else 1,
             stream=torch.cuda.Stream(device) if device.type == "cuda" else None,
         )
+        # Groups holding their pixels on the card while they wait for the tower: two calls'
+        # worth (unbounded, 128 waiting groups would hold ~6 GB beside the KV workspace).
+        group = settings.page_group_size + settings.page_group_overlap
+        self._vision_slots = threading.BoundedSemaphore(max(2, 2 * self.vision.max_pages // group))
         self.overlap = settings.page_group_overlap
         text = model.config.text_config
         self.window, self.eos_id, self.bos_id = (
@@ -155,7 +160,7 @@ class UnlimitedOcrEngine(OcrEngine):
         self._expire_kept()
         with self.vision.on_stream():  # pages and prompt embedded beside the decode loop
             request = self._request(group)
-            self._wait_for_vision_stream()  # the loop reads them on its own stream
+            self.vision.settle()  # the loop reads them on its own stream
         finished = self.loop.decode(request)
         if finished.kept:
             self._keep(group.job_id, finished, len(request.keep_pages))
@@ -254,13 +259,6 @@ class UnlimitedOcrEngine(OcrEngine):
             already_generated=written if len(written) < budget else (),
         )
 
-    def _wait_for_vision_stream(self) -> None:
-        """This thread's work on the vision stream is done (not the batches queued after it)."""
-        if self.vision.stream is not None:
-            done = torch.cuda.Event()
-            done.record(self.vision.stream)
-            done.synchronize()
-
     def _token_text(self, token: int) -> str:
         return self.token_texts[token] if 0 <= token < len(self.token_texts) else ""
 
@@ -275,8 +273,12 @@ class UnlimitedOcrEngine(OcrEngine):
     def _page_segments(self, pages: list[PageImage]) -> list[NewSegment]:
         if not pages:
             return []
-        pixels = torch.stack([page_tensor(p.pixels, self.image_size, self.device) for p in pages])
-        features = self.vision.features(pixels.to(self.model.dtype))  # with other groups' pages
+        with self._vision_slots:  # read with other groups' pages, in one call of the tower
+            features = self.vision.features(
+                torch.stack(
+                    [page_tensor(p.pixels, self.image_size, self.device) for p in pages]
+                ).to(self.model.dtype)  # the float32 stack is not kept
+            )
         return [
             NewSegment("page", f, page_no=p.page_no) for p, f in zip(pages, features, strict=True)
         ]

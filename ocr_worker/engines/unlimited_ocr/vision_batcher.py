@@ -20,9 +20,12 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import structlog
 import torch
 
 from ocr_worker.stage_clock import clock
+
+log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -63,17 +66,19 @@ class VisionBatcher:
         with self._turn:
             self._waiting.append(ask)
         while not ask.done.is_set():
-            with self._turn:
-                while self._busy and not ask.done.is_set():
-                    self._turn.wait()
-                if ask.done.is_set():  # served by the call it waited behind
-                    break
-                self._busy = True
-                batch = self._take()
+            took, batch = False, []
             try:
+                with self._turn:
+                    while self._busy and not ask.done.is_set():
+                        self._turn.wait()
+                    if ask.done.is_set():  # served by the call it waited behind
+                        break
+                    self._busy = took = True
+                    batch = self._take()  # never empty: this thread's own ask still waits
                 self._run(batch)
             finally:
-                self._end_turn()
+                if took:
+                    self._end_turn(batch)
         clock.add("vision_wait", time.perf_counter() - asked - ask.served_in)
         if ask.error is not None:
             raise ask.error
@@ -87,17 +92,29 @@ class VisionBatcher:
             while self._busy:
                 self._turn.wait()
             self._busy = True
-        clock.add("vision_wait", time.perf_counter() - asked)
         try:
+            clock.add("vision_wait", time.perf_counter() - asked)
             with clock.timed("vision"), self.on_stream():
                 result = call()
-                self._wait_for_stream()
+                self.settle()
         finally:
-            self._end_turn()
+            self._end_turn([])
         return result
 
-    def _end_turn(self) -> None:
+    def settle(self) -> None:
+        """Wait for the work this thread has queued on the tower's stream (not for the work
+        other threads queue after it): its tensors are then ready for any stream to read."""
+        if self.stream is not None:
+            done = torch.cuda.Event()
+            done.record(self.stream)
+            done.synchronize()
+
+    def _end_turn(self, batch: list[_Ask]) -> None:
         with self._turn:
+            for ask in batch:  # never left waiting, whatever ended the call (even a BaseException)
+                if not ask.done.is_set():
+                    ask.error = ask.error or RuntimeError("the vision call ended without features")
+                    ask.done.set()
             self._busy = False
             self._turn.notify_all()
 
@@ -127,13 +144,15 @@ class VisionBatcher:
                     batch[0].pixels if len(batch) == 1 else torch.cat([a.pixels for a in batch])
                 )
                 features = self._encode(pixels)
-                self._wait_for_stream()
+                self.settle()
             offset = 0
             for ask in batch:
                 ask.features = features[offset : offset + len(ask.pixels)]
                 offset += len(ask.pixels)
         except Exception as error:
             if len(batch) > 1:  # one group's fault (or a batch too big) fails no other group
+                log.warning("vision.batch_failed", groups=len(batch), error=str(error)[:300])
+                clock.add("vision", time.perf_counter() - started)
                 for ask in batch:
                     self._run([ask])
                 return
@@ -143,7 +162,3 @@ class VisionBatcher:
         for ask in batch:
             ask.served_in = spent
             ask.done.set()
-
-    def _wait_for_stream(self) -> None:
-        if self.stream is not None:  # the features are read on the decode loop's stream
-            self.stream.synchronize()

@@ -72,6 +72,24 @@ def test_the_engine_process_reads_what_the_engine_reads_here(settings: Settings)
         assert len(remote.run_group(DOCUMENT[0])) == 3  # and it goes on serving
     finally:
         remote.close()
+    assert remote._process.exitcode == 0  # closed, it ended by itself: not killed after 10 s
+
+
+class _TwoArguments(Exception):
+    def __init__(self, page: int, reason: str) -> None:
+        super().__init__(f"page {page}: {reason}")
+
+
+def test_an_error_that_would_not_load_in_the_worker_comes_back_as_its_message() -> None:
+    """An exception whose __init__ takes other arguments pickles but fails to load: sent as it
+    is, it would end the worker's reader thread and hang every later call."""
+    from ocr_worker.engines.engine_process import _picklable
+
+    sent = _picklable(_TwoArguments(3, "no text layer"))
+    assert type(sent) is RuntimeError
+    assert str(sent) == "_TwoArguments: page 3: no text layer"
+    error = ValueError("a plain one")
+    assert _picklable(error) is error
 
 
 def test_a_dead_engine_process_fails_the_waiting_group_at_once(settings: Settings) -> None:

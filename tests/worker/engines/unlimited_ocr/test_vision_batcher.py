@@ -119,6 +119,54 @@ def test_one_groups_bad_pages_fail_that_group_alone() -> None:
     assert tower.calls == [8, 24, 8, 8, 8]
 
 
+def test_a_call_ended_by_a_base_exception_leaves_no_group_waiting_and_the_tower_free() -> None:
+    """SystemExit (or KeyboardInterrupt) in a shared call: the thread that ran it sees it, the
+    other group in the call gets an error instead of waiting for ever, and the next group is
+    served."""
+
+    class Exiting(Tower):
+        def __call__(self, pixels: torch.Tensor) -> torch.Tensor:
+            features = super().__call__(pixels)
+            if len(pixels) > 8:
+                raise SystemExit("the worker is shutting down")
+            return features
+
+    tower = Exiting()
+    batcher = VisionBatcher(tower, max_pages=32)
+    with ThreadPoolExecutor(3) as pool:
+        first = _start(pool, batcher, _group(0, 8))
+        assert tower.started.acquire(timeout=10)
+        pair = [_start(pool, batcher, _group(10, 8)), _start(pool, batcher, _group(20, 8))]
+        _wait_queued(batcher, 2)
+        tower.go.release(3)
+        assert torch.equal(first.result(10), _expected(_group(0, 8)))
+        errors = sorted(type(f.exception(10)).__name__ for f in pair)
+        assert errors == ["RuntimeError", "SystemExit"]
+        assert torch.equal(batcher.features(_group(30, 8)), _expected(_group(30, 8)))
+    assert tower.calls == [8, 16, 8]
+
+
+def test_a_one_page_documents_tiles_take_a_turn_of_their_own() -> None:
+    tower = Tower()
+    batcher = VisionBatcher(tower, max_pages=32)
+    order: list[str] = []
+
+    def tiles_call() -> str:
+        order.append("tiles")
+        return "tile features"
+
+    with ThreadPoolExecutor(2) as pool:
+        group = _start(pool, batcher, _group(0, 8))
+        assert tower.started.acquire(timeout=10)  # the tower is busy with the group
+        tiles = pool.submit(batcher.alone, tiles_call)
+        threading.Event().wait(0.1)
+        assert order == []  # it waits for the group's call to end
+        tower.go.release()
+        assert torch.equal(group.result(10), _expected(_group(0, 8)))
+        assert tiles.result(10) == "tile features"
+    assert order == ["tiles"]
+
+
 def test_a_served_group_does_not_wait_behind_the_next_call() -> None:
     tower = Tower()
     batcher = VisionBatcher(tower, max_pages=32)
@@ -164,7 +212,7 @@ def test_groups_at_once_through_the_real_tower_read_as_each_alone(checkpoint: Pa
     together.vision._encode = recorded
     with ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(together.run_group, documents[0])]
-        while not calls:
+        while not calls and not futures[0].done():  # a failed first group fails the test below
             threading.Event().wait(0.005)
         futures += [pool.submit(together.run_group, group) for group in documents[1:]]
         _wait_queued(together.vision, 3)
