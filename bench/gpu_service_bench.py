@@ -121,16 +121,22 @@ def bare(engine, settings, rendered: list[list], documents: int, concurrency: in
 
 
 def _rates(pages: int, wall: float, before: dict, after: dict) -> dict:  # type: ignore[type-arg]
+    from ocr_worker.stage_clock import COUNTS
+
     grown = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    steps = grown.get("steps", 0)
     return {
         "pages": pages,
         "seconds": round(wall, 2),
         "pages_per_s": round(pages / wall, 2),
         "tokens_per_s": round(grown.get("tokens", 0) / wall, 1),
         "stage_ms_per_page": {
-            k: round(v * 1000 / pages, 2) for k, v in grown.items() if k != "tokens"
+            k: round(v * 1000 / pages, 2) for k, v in grown.items() if k not in COUNTS
         },
         "gpu_idle_fraction": round(grown.get("idle", 0.0) / wall, 3),
+        # How full the decode steps ran, and how long each took, inside this run
+        "sequences_per_step": round(grown.get("step_rows", 0) / steps, 1) if steps else None,
+        "ms_per_step": round(grown.get("decode", 0) * 1000 / steps, 2) if steps else None,
     }
 
 

@@ -4,8 +4,10 @@ A GPU worker runs up to ``max_concurrency`` page groups at once, so per-group wa
 and say little; the sums say which stage holds the card back. Stages: ``render`` (pages to
 pixels), ``vision`` (the vision tower), ``prefill`` and ``decode`` (the decode loop's GPU work),
 ``idle`` (the decode loop waiting for a request: the GPU has nothing to do), ``store`` (results
-to Postgres and object storage). ``tokens`` counts decoded tokens. Logged with every finished
-page group (``page_group.finished``, field ``stage_totals``) and read by bench/gpu_service_bench.
+to Postgres and object storage). Counts, not seconds: ``tokens`` (decoded tokens), ``steps``
+(decode steps) and ``step_rows`` (sequences summed over steps: the mean batch of a step).
+Logged with every finished page group (``page_group.finished``, field ``stage_totals``) and
+read by bench/gpu_service_bench.
 """
 
 from __future__ import annotations
@@ -38,5 +40,7 @@ class StageClock:
         with self._lock:
             return {stage: round(value, 3) for stage, value in self._totals.items()}
 
+
+COUNTS = ("tokens", "steps", "step_rows")  # the totals that are not seconds
 
 clock = StageClock()  # one per process: a GPU worker is one process per card

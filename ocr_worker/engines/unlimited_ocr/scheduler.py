@@ -133,6 +133,8 @@ class Scheduler:
                     self._launched = chosen
             # Rows whose sequence ended on the token just read rode along and write nothing.
             clock.add("tokens", sum(chosen.live) if chosen is not None else 0)
+            clock.add("steps", 1)  # with step_rows: how full the steps ran, in the service too
+            clock.add("step_rows", len(active))
         elif launched is not None:
             self._observe(launched)
         return self._retire()

@@ -134,6 +134,9 @@ def test_the_stage_clock_accounts_each_stage_and_every_decoded_token(checkpoint:
     (run,) = runs
     assert grown["tokens"] == len(run.finished.sequence.generated)
     assert run.steps == len(run.finished.sequence.generated)  # that step was launched
+    # The steps, and the sequences in them (one, alone): the bench's mean batch and ms a step.
+    assert grown["steps"] == run.steps
+    assert grown["step_rows"] == run.steps
 
 
 DOCUMENT = [  # three groups of three pages, each later one opening with its boundary page
