@@ -78,7 +78,7 @@ def worker(
         concurrency=concurrency,
         queues=chosen,
         extra_args=extra,
-        gpu_concurrency=settings.max_concurrency,
+        gpu_concurrency=settings.gpu_worker_threads,
         model_version=served,
     )
     sys.exit(launcher.run_workers(specs))

@@ -149,6 +149,11 @@ class WorkerSettings(_Section):
     # GPU workers run threads so up to max_concurrency page groups share each decode step; the
     # lease (not Celery's time limits, which threads ignore) then bounds a stuck group.
     pool: Literal["prefork", "threads"] = "prefork"
+    # A GPU worker takes this many page groups beyond max_concurrency, so that they render and
+    # store while max_concurrency others decode (Settings.gpu_worker_threads); unset: a quarter
+    # of max_concurrency. On the H200 at 16 groups each group spent ~0.5 s rendering and
+    # storing its 8 pages (bench/RESULTS.md): with no threads beyond, those slots decode nothing.
+    render_ahead_groups: int | None = Field(None, ge=0)
     # A prefork child (CPU engine) whose resident memory is above this after a task is replaced
     # by a fresh one, so a slow leak in a native library cannot creep for hours; 0 turns it off.
     # GPU workers (threads, one model per card) are not recycled.
@@ -306,6 +311,15 @@ class Settings(BaseSettings):
         if self.worker.parallel_page_groups is not None:
             return self.worker.parallel_page_groups
         return self.engine != "unlimited_ocr"
+
+    @property
+    def gpu_worker_threads(self) -> int:
+        """A GPU worker's task threads: ``max_concurrency`` groups in the engine, and those
+        rendering ahead or storing beside them (the engine queues any beyond its slots)."""
+        ahead = self.worker.render_ahead_groups
+        if ahead is None:
+            ahead = max(1, self.max_concurrency // 4)
+        return self.max_concurrency + ahead
 
     @property
     def max_group_time_limit(self) -> int:

@@ -169,7 +169,7 @@ def _serve(
             tokens[0] = 0
 
     # Every group a worker's threads hand over runs at once here, as it would in one process.
-    threads = settings.max_concurrency + 1  # and end_document beside them
+    threads = settings.gpu_worker_threads + 1  # every task thread's group, and end_document
     with ThreadPoolExecutor(threads, thread_name_prefix="engine-group") as pool:
         while True:
             try:
