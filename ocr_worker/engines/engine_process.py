@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing
+import os
 import pickle
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -62,7 +64,12 @@ class EngineProcess(OcrEngine):
         self._lock = threading.Lock()  # the waiting table, which the reader thread shares
         self._send_lock = threading.Lock()  # one sender at a time: a group pickles for ms
         self._died: str | None = None
-        threading.Thread(target=self._read, name="engine-process-reader", daemon=True).start()
+        # The one thread that reads answers, sees the child's end and reaps it (two threads
+        # waiting on one child race: the loser reads no exit code).
+        self._reader = threading.Thread(
+            target=self._read, name="engine-process-reader", daemon=True
+        )
+        self._reader.start()
 
     def input_long_side(self, pages: int) -> int | None:
         if pages in self._input_sides:  # asked for every group's render: no round trip
@@ -76,13 +83,13 @@ class EngineProcess(OcrEngine):
         self._call("end_document", job_id)
 
     def close(self) -> None:
-        with self._send_lock:
-            with contextlib.suppress(OSError, ValueError):  # unless it is already gone
-                self._connection.send(None)  # the child stops taking groups and ends
-            self._connection.close()
-        self._process.join(10)
+        with self._send_lock, contextlib.suppress(OSError, ValueError):  # unless already gone
+            self._connection.send(None)  # the child answers what it holds, then ends
+        self._reader.join(30)  # it reads the pipe's end as the child exits, and reaps it
         if self._process.is_alive():
             self._process.kill()
+            self._process.join(5)
+        self._connection.close()
 
     def _call(self, method: str, *args: Any) -> Any:
         future: Future[Any] = Future()
@@ -97,9 +104,8 @@ class EngineProcess(OcrEngine):
         except (OSError, ValueError) as error:  # the child is gone, or close() closed the pipe
             with self._lock:
                 self._waiting.pop(call, None)
-            self._process.join(1)  # so the reason names its exit code, as _fail_all's does
-            reason = f"the engine process ended (exit code {self._process.exitcode})"
-            raise EngineProcessDied(self._died or reason) from error
+            self._reader.join(5)  # the pipe is broken: it sees the end and names the exit code
+            raise EngineProcessDied(self._died or f"the engine process is gone: {error}") from error
         return future.result()
 
     def _read(self) -> None:
@@ -175,10 +181,15 @@ def _serve(
             try:
                 message = connection.recv()
             except (EOFError, OSError):  # the worker died: nothing to serve
-                return
+                break
             if message is None:  # the worker closed the engine
-                return
+                break
             pool.submit(answer, *message)
+    # Every answer is sent. End here: the interpreter's own shutdown would wait on the decode
+    # loop's and torch's threads mid-work (once seen taking over 10 s under tests).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _picklable(error: Exception) -> Exception:

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart
 
 
 class FusedStep:
@@ -54,43 +55,35 @@ class FusedStep:
     @torch.no_grad()
     def prefill(
         self,
-        x: torch.Tensor,  # (T, hidden): the new segments' embeddings
+        x: torch.Tensor,  # (T, hidden): the new segments' embeddings, every part's in turn
         cos: torch.Tensor,
         sin: torch.Tensor,  # (T, D)
         k_pool: torch.Tensor,
         v_pool: torch.Tensor,
         new_rows: torch.Tensor,  # (T,) where the new rows' k and v go
-        rows: torch.Tensor,  # (P + T,) every row they attend to: the past's, then their own
-        mask: torch.Tensor | None,  # (T, P + T), or None: causal over their own rows alone
+        parts: list[PrefillPart],  # each sequence's tokens, and the rows they attend to
     ) -> torch.Tensor:
-        """A group's prefill with the step's norm, QKV and RoPE kernels: a prefill is ~1,500
+        """Prefills with the step's norm, QKV and RoPE kernels: a group's prefill is ~1,500
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
-        GPU work). The MoE stays transformers' own: our kernels are for a step's few tokens."""
+        GPU work). The MoE stays transformers' own: our kernels are for a step's few tokens.
+        Returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
         for index, layer in enumerate(self.layers):
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
             q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
-            keys, values = k_pool[index][rows], v_pool[index][rows]  # (P + T, H, D)
-            out = F.scaled_dot_product_attention(
-                q.transpose(0, 1)[None],
-                keys.transpose(0, 1)[None],
-                values.transpose(0, 1)[None],
-                attn_mask=mask,
-                is_causal=mask is None,
-            )[0]  # (H, T, D)
+            out = torch.cat(
+                [p.attend(q, k_pool[index][p.rows], v_pool[index][p.rows]) for p in parts]
+            )  # (T, H, D)
             post = layer.post_attention_layernorm
             x, h = kernels.add_rms_norm(
-                x,
-                layer.self_attn.o_proj(out.transpose(0, 1).flatten(1)),
-                post.weight,
-                post.variance_epsilon,
+                x, layer.self_attn.o_proj(out.flatten(1)), post.weight, post.variance_epsilon
             )
             following = self._norm_after(index)
             x, h = kernels.add_rms_norm(
                 x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
             )
-        return self.lm_head(h[-1:]).float()[0]
+        return self.lm_head(h[[p.end - 1 for p in parts]]).float()
 
     def _norm_after(self, index: int) -> Any:
         """The RMSNorm after layer ``index``'s MLP: the next layer's input norm, or the last."""

@@ -21,6 +21,10 @@ from ocr_worker.engines.unlimited_ocr.sampling import Chosen, choose, on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.stage_clock import clock
 
+# Rows prefilled in one pass: about six 8-page groups (~2,500 rows each). The pass's
+# activations (transformers' MoE over every row) grow with it; the launches do not.
+PREFILL_MAX_ROWS = 16_384
+
 
 @dataclass
 class NewSegment:
@@ -153,22 +157,41 @@ class Scheduler:
         return self.run()
 
     def _admit(self) -> None:
+        """Every waiting request that fits, prefilled together (up to PREFILL_MAX_ROWS rows a
+        pass): the groups of one vision call arrive together."""
         while self.waiting and len(self.running) < self.max_concurrency:
-            sequence = self._allocate(self.waiting[0])
-            while sequence is None and self.reclaim is not None and self.reclaim():
+            admitted: list[tuple[Sequence, DecodeRequest]] = []
+            rows = 0
+            while (
+                self.waiting
+                and len(self.running) + len(admitted) < self.max_concurrency
+                and (not admitted or rows + _new_rows(self.waiting[0]) <= PREFILL_MAX_ROWS)
+            ):
                 sequence = self._allocate(self.waiting[0])
-            if sequence is None:
-                return  # no room: wait for blocks
-            request = self.waiting.popleft()
-            new = sequence.segments[len(request.reused) :]
-            embeds = torch.cat([n.embeds for n in request.new])
-            with clock.timed("prefill"):
-                logits = self.runner.prefill(sequence, new, embeds)
+                while sequence is None and self.reclaim is not None and self.reclaim():
+                    sequence = self._allocate(self.waiting[0])
+                if sequence is None:
+                    break  # no room: the rest wait for blocks
+                admitted.append((sequence, self.waiting.popleft()))
+                rows += _new_rows(admitted[-1][1])
+            if not admitted:
+                return
+            self._prefill(admitted)
+
+    def _prefill(self, admitted: list[tuple[Sequence, DecodeRequest]]) -> None:
+        with clock.timed("prefill"):
+            logits = self.runner.prefill_many(
+                [
+                    (s, s.segments[len(r.reused) :], torch.cat([n.embeds for n in r.new]))
+                    for s, r in admitted
+                ]
+            )
+            for (sequence, request), first in zip(admitted, logits, strict=True):
                 if request.already_generated:
-                    logits = self._feed(sequence, list(request.already_generated))
+                    first = self._feed(sequence, list(request.already_generated))
                 self.running.append((sequence, request))
-                self._sample(sequence, request, logits)
-            clock.add("tokens", 1)
+                self._sample(sequence, request, first)
+        clock.add("tokens", len(admitted))
 
     def _allocate(self, request: DecodeRequest) -> Sequence | None:
         sizes = [n.embeds.shape[0] for n in request.new] + [self.window]
@@ -287,6 +310,10 @@ class Scheduler:
             finished.append(Finished(sequence, kept))
         self.running = still
         return finished
+
+
+def _new_rows(request: DecodeRequest) -> int:
+    return sum(n.embeds.shape[0] for n in request.new)
 
 
 def free_segments(workspace: VisualKVWorkspace, segments: list[Segment]) -> None:

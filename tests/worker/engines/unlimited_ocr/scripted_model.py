@@ -42,11 +42,11 @@ class ScriptedModel:
         # The script follows the output as the host has read it: each step's tokens are read
         # before the next step runs (the scheduler's overlap would feed it one token late).
         engine.loop.scheduler.overlap = False
-        prefill, decode, feed = runner.prefill, runner.decode, runner.feed_generated
+        prefill_many, decode, feed = runner.prefill_many, runner.decode, runner.feed_generated
         self.vocab = runner.lm_head.out_features
 
-        def scripted_prefill(sequence, new, embeds):  # type: ignore[no-untyped-def]
-            return self._logits([sequence], prefill(sequence, new, embeds)[None])[0]
+        def scripted_prefill_many(items):  # type: ignore[no-untyped-def]
+            return self._logits([sequence for sequence, _, _ in items], prefill_many(items))
 
         def scripted_decode(sequences, tokens=None):  # type: ignore[no-untyped-def]
             return self._logits(sequences, decode(sequences, tokens))
@@ -54,7 +54,7 @@ class ScriptedModel:
         def scripted_feed(sequence, ids):  # type: ignore[no-untyped-def]
             return self._logits([sequence], feed(sequence, ids)[None])[0]
 
-        runner.prefill, runner.decode = scripted_prefill, scripted_decode  # type: ignore[method-assign]
+        runner.prefill_many, runner.decode = scripted_prefill_many, scripted_decode  # type: ignore[method-assign]
         runner.feed_generated = scripted_feed  # type: ignore[method-assign]
 
     def _ids(self, text: str) -> list[int]:

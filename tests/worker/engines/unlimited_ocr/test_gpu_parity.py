@@ -135,11 +135,11 @@ def compare(
     every step are compared with generate's."""
     runner = engine.loop.scheduler.runner
     seen: list[torch.Tensor] = []
-    prefill, decode = runner.prefill, runner.decode
+    prefill_many, decode = runner.prefill_many, runner.decode
 
-    def recording_prefill(sequence, new, embeds):  # type: ignore[no-untyped-def]
-        out = prefill(sequence, new, embeds)
-        seen.append(out.float().clone())  # graph replays reuse the output buffer
+    def recording_prefill(items):  # type: ignore[no-untyped-def]
+        out = prefill_many(items)  # one request here: one row
+        seen.append(out[0].float().clone())  # graph replays reuse the output buffer
         return out
 
     def recording_decode(sequences, tokens=None):  # type: ignore[no-untyped-def]
@@ -147,13 +147,13 @@ def compare(
         seen.append(out[0].float().clone())
         return out
 
-    runner.prefill, runner.decode = recording_prefill, recording_decode  # type: ignore[method-assign]
+    runner.prefill_many, runner.decode = recording_prefill, recording_decode  # type: ignore[method-assign]
     try:
         request = engine_request(engine, pages, len(tokens))
         request.guard._forced = list(tokens)  # the scheduler feeds forced tokens
         finished = engine.loop.decode(dataclasses.replace(request, ignore_eos=False))
     finally:
-        runner.prefill, runner.decode = prefill, decode  # type: ignore[method-assign]
+        runner.prefill_many, runner.decode = prefill_many, decode  # type: ignore[method-assign]
     assert finished.sequence.generated == tokens
     wanted = finished.sequence.wanted
     distances = [float((a - b).norm() / b.norm()) for a, b in zip(seen, logits, strict=True)]

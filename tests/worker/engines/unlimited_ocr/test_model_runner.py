@@ -116,6 +116,38 @@ def test_a_ragged_batch_matches_each_sequence_alone(model) -> None:  # type: ign
         assert ours[name] == _reference(model, pages, prompt, steps), name
 
 
+def test_groups_waiting_together_are_prefilled_in_one_pass_each_as_alone(model) -> None:  # type: ignore[no-untyped-def]
+    """A group that reuses its boundary page (a masked part: it attends to kept rows) and a
+    fresh one (causal) in one prefill pass: each decodes what it decodes alone."""
+
+    def passes(scheduler):  # type: ignore[no-untyped-def]
+        sizes: list[int] = []
+        prefill_many = scheduler.runner.prefill_many
+
+        def counted(items):  # type: ignore[no-untyped-def]
+            sizes.append(len(items))
+            return prefill_many(items)
+
+        scheduler.runner.prefill_many = counted
+        return sizes
+
+    def second_group(scheduler, *beside):  # type: ignore[no-untyped-def]
+        (first,) = scheduler.run_one(_request(model, "g0", [1, 2], [5, 6], 10, keep=(2,)))
+        sizes = passes(scheduler)
+        scheduler.submit(_request(model, "g1", [3], [5, 6], 12, reused=first.kept, with_bos=False))
+        for request in beside:
+            scheduler.submit(request)
+        return _outputs(scheduler.run()), sizes
+
+    alone, sizes = second_group(_scheduler(model))
+    assert sizes == [1]
+    fresh = _request(model, "x", [4, 5], [9], 15)
+    together, sizes = second_group(_scheduler(model), fresh)
+    assert sizes == [2]  # both in one pass
+    assert together["g1"] == alone["g1"]
+    assert together["x"] == _reference(model, [4, 5], [9], 15)
+
+
 def test_a_full_pool_makes_a_sequence_wait_not_fail(model) -> None:  # type: ignore[no-untyped-def]
     # One sequence needs bos 1 + page 2 + prompt 1 + ring 2 = 6 blocks; the pool has 8.
     scheduler = _scheduler(model, blocks=8)
