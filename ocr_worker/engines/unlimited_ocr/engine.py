@@ -112,7 +112,12 @@ class UnlimitedOcrEngine(OcrEngine):
         )
         self.kept = KeptPagesCache(self.options.kept_pages_seconds)
         scheduler = Scheduler(
-            runner, workspace, settings.max_concurrency, self.window, reclaim=self._reclaim_oldest
+            runner,
+            workspace,
+            settings.max_concurrency,
+            self.window,
+            reclaim=self._reclaim_oldest,
+            prefill_max_rows=self.options.prefill_max_rows,
         )
         if device.type == "cuda":  # the loop thread must get the GIL back quickly (settings.py)
             sys.setswitchinterval(self.options.gil_switch_interval_ms / 1000)

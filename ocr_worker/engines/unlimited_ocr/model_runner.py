@@ -134,6 +134,8 @@ class ModelRunner:
                 return self.fused.prefill(
                     embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, parts
                 )
+            except torch.cuda.OutOfMemoryError:  # the kernels are not at fault: keep them
+                raise
             except Exception as error:  # a Triton build or launch failure: the torch ops below
                 log.warning("fused_kernels.disabled", error=str(error)[:300])
                 self.fused = None

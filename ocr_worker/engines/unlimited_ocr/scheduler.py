@@ -21,10 +21,6 @@ from ocr_worker.engines.unlimited_ocr.sampling import Chosen, choose, on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.stage_clock import clock
 
-# Rows prefilled in one pass: about six 8-page groups (~2,500 rows each). The pass's
-# activations (transformers' MoE over every row) grow with it; the launches do not.
-PREFILL_MAX_ROWS = 16_384
-
 
 @dataclass
 class NewSegment:
@@ -83,6 +79,9 @@ class Scheduler:
     # Frees some cached blocks (kept boundary pages) and says whether it did; a cache must never
     # keep a waiting request out of a pool that running sequences do not fill.
     reclaim: Callable[[], bool] | None = None
+    # Rows prefilled in one pass (unlimited_ocr.prefill_max_rows): the pass's activations grow
+    # with them (transformers' MoE in fp32 over every row's experts), the launches do not.
+    prefill_max_rows: int = 8192
 
     def submit(self, request: DecodeRequest) -> None:
         """Queue a request; one that could never run is refused here, alone."""
@@ -157,15 +156,15 @@ class Scheduler:
         return self.run()
 
     def _admit(self) -> None:
-        """Every waiting request that fits, prefilled together (up to PREFILL_MAX_ROWS rows a
-        pass): the groups of one vision call arrive together."""
+        """Every waiting request that fits, prefilled together (up to ``prefill_max_rows`` rows
+        a pass): the groups of one vision call arrive together."""
         while self.waiting and len(self.running) < self.max_concurrency:
             admitted: list[tuple[Sequence, DecodeRequest]] = []
             rows = 0
             while (
                 self.waiting
                 and len(self.running) + len(admitted) < self.max_concurrency
-                and (not admitted or rows + _new_rows(self.waiting[0]) <= PREFILL_MAX_ROWS)
+                and (not admitted or rows + _new_rows(self.waiting[0]) <= self.prefill_max_rows)
             ):
                 sequence = self._allocate(self.waiting[0])
                 while sequence is None and self.reclaim is not None and self.reclaim():
@@ -179,6 +178,7 @@ class Scheduler:
             self._prefill(admitted)
 
     def _prefill(self, admitted: list[tuple[Sequence, DecodeRequest]]) -> None:
+        self.running += admitted  # running before the pass: if it fails, abort_all frees them
         with clock.timed("prefill"):
             logits = self.runner.prefill_many(
                 [
@@ -189,7 +189,6 @@ class Scheduler:
             for (sequence, request), first in zip(admitted, logits, strict=True):
                 if request.already_generated:
                     first = self._feed(sequence, list(request.already_generated))
-                self.running.append((sequence, request))
                 self._sample(sequence, request, first)
         clock.add("tokens", len(admitted))
 

@@ -148,6 +148,24 @@ def test_groups_waiting_together_are_prefilled_in_one_pass_each_as_alone(model) 
     assert together["x"] == _reference(model, [4, 5], [9], 15)
 
 
+def test_a_failed_prefill_pass_gives_every_admitted_groups_blocks_back(model) -> None:  # type: ignore[no-untyped-def]
+    """Out of memory in a pass of several groups: the step fails, and aborting (as the decode
+    loop does) returns every block the admitted groups were given."""
+    scheduler = _scheduler(model)
+    for name in ("a", "b", "c"):
+        scheduler.submit(_request(model, name, [1, 2], [5], 8))
+
+    def out_of_memory(items):  # type: ignore[no-untyped-def]
+        raise torch.cuda.OutOfMemoryError(f"{len(items)} groups in one pass")
+
+    scheduler.runner.prefill_many = out_of_memory
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="3 groups"):
+        scheduler.step()
+    assert scheduler.workspace.num_used > 0  # held by the admitted groups
+    scheduler.abort_all()
+    assert scheduler.workspace.num_used == 0
+
+
 def test_a_full_pool_makes_a_sequence_wait_not_fail(model) -> None:  # type: ignore[no-untyped-def]
     # One sequence needs bos 1 + page 2 + prompt 1 + ring 2 = 6 blocks; the pool has 8.
     scheduler = _scheduler(model, blocks=8)
