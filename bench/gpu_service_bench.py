@@ -224,11 +224,11 @@ def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> d
 
     def sample(status: dict) -> None:  # type: ignore[type-arg]
         # the worker with its children: the render processes and, with engine_process, the model
-        children = worker.children(recursive=True)
+        own = _rss(worker)
         memory.append({
             "job": status["id"],
-            "rss_bytes": worker.memory_info().rss + sum(_rss(c) for c in children),
-            "rss_worker_bytes": worker.memory_info().rss,
+            "rss_bytes": own + sum(_rss(c) for c in worker.children(recursive=True)),
+            "rss_worker_bytes": own,
         })
 
     before = stage_totals()

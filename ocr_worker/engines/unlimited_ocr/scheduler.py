@@ -85,9 +85,7 @@ class Scheduler:
 
     def submit(self, request: DecodeRequest) -> None:
         """Queue a request; one that could never run is refused here, alone."""
-        prefix = sum(s.num_tokens for s in request.reused) + sum(
-            n.embeds.shape[0] for n in request.new
-        )
+        prefix = sum(s.num_tokens for s in request.reused) + _new_rows(request)
         if prefix + request.max_new_tokens > self.runner.max_positions:
             raise ValueError(
                 f"{request.seq_id}: a {prefix}-token prefix and {request.max_new_tokens} new "
