@@ -11,6 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import structlog
@@ -22,8 +23,15 @@ log = structlog.get_logger(__name__)
 
 
 class DecodeLoop:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        on_thread: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    ) -> None:
+        """``on_thread``: entered by the loop thread for its whole life (the engine's
+        high-priority CUDA stream, so the tower's calls do not delay the steps)."""
         self.scheduler = scheduler
+        self._on_thread = on_thread
         self._inbox: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
         self._pending: dict[str, Future[Finished]] = {}
         self._thread = threading.Thread(target=self._run, name="decode-loop", daemon=True)
@@ -48,6 +56,10 @@ class DecodeLoop:
         return done.result()
 
     def _run(self) -> None:
+        with self._on_thread():
+            self._serve()
+
+    def _serve(self) -> None:
         stalled = True
         while True:
             # With nothing running and nothing just finished, only an action from the inbox (a

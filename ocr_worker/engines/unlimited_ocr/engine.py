@@ -11,7 +11,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import structlog
 import torch
@@ -121,7 +124,7 @@ class UnlimitedOcrEngine(OcrEngine):
         )
         if device.type == "cuda":  # the loop thread must get the GIL back quickly (settings.py)
             sys.setswitchinterval(self.options.gil_switch_interval_ms / 1000)
-        self.loop = DecodeLoop(scheduler)
+        self.loop = DecodeLoop(scheduler, on_thread=_loop_stream(device))
         self.marker_ids = tuple(tokenizer.encode(PAGE_MARKER, add_special_tokens=False).ids)
         # The text of every id, so the guard sees "<PAGE>" however the model spells it.
         size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -343,3 +346,13 @@ def _dtype(name: str, device: torch.device) -> torch.dtype:
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return {"bfloat16": torch.bfloat16, "float32": torch.float32}[name]
+
+
+def _loop_stream(device: torch.device) -> Callable[[], AbstractContextManager[Any]]:
+    """The decode loop's steps on a stream of the highest priority: the GPU's block scheduler
+    then starts a step's kernels before the waiting blocks of a vision call (a batched call
+    is ~150 ms of large GEMMs), so the groups already decoding are not held behind it."""
+    if device.type != "cuda":
+        return nullcontext
+    stream = torch.cuda.Stream(device, priority=-1)  # -1: high; the tower's stream keeps 0
+    return lambda: torch.cuda.stream(stream)
