@@ -72,6 +72,8 @@ install_stack() {
     fi
     [ -f "$dir/native.tar.xz" ] && tar -C "$STACK/native" -xJf "$dir/native.tar.xz"
   done
+  chmod -R a+rX "$STACK/native"  # Postgres runs as its own user: whatever modes the pack kept
+  chmod a+rx "$STACK"
   # Postgres never runs as root: a system user for it (images without useradd get a passwd line)
   id "$PG_USER" >/dev/null 2>&1 || useradd -M -r "$PG_USER" 2>/dev/null ||
     echo "$PG_USER:x:7432:7432::/nonexistent:/bin/false" >>/etc/passwd

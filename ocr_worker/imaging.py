@@ -9,7 +9,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
 from typing import Any, Protocol, TypeVar
@@ -196,20 +196,38 @@ class ProcessRasterizer:
     def render_many(
         self, refs: list[tuple[str, int]], long_side: int | None = None
     ) -> list[RenderedPage | PageRenderError]:
+        return self.collect(self.submit(refs, long_side))
+
+    def submit(self, refs: list[tuple[str, int]], long_side: int | None = None) -> list[Rendering]:
+        """Start rendering ``refs`` in the pool; ``collect`` waits for them."""
         submitted = time.monotonic()
-        futures = [self.pool.submit(_render, key, index, long_side) for key, index in refs]
+        return [
+            Rendering(self.pool.submit(_render, key, index, long_side), submitted)
+            for key, index in refs
+        ]
+
+    def collect(self, renderings: list[Rendering]) -> list[RenderedPage | PageRenderError]:
+        """Each page in order, or why it could not be drawn."""
         results: list[RenderedPage | PageRenderError] = []
-        for future in futures:
+        for rendering in renderings:
             try:
-                timed = future.result()
+                timed = rendering.future.result()
             except PageRenderError as error:
                 results.append(error)
                 continue
             results.append(timed.page)
             if self.metrics is not None:  # waited: submit to start, on the pool's own clock
-                waited = max(0.0, timed.started - submitted)
+                waited = max(0.0, timed.started - rendering.submitted)
                 self.metrics.page_rendered(seconds=timed.seconds, waited=waited)
         return results
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """A page given to the render processes: its future, and when (``time.monotonic``)."""
+
+    future: Future[_TimedRender]
+    submitted: float
 
 
 class RenderObserver(Protocol):

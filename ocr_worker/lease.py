@@ -21,6 +21,7 @@ from ocr_api.core.db import transaction, utcnow
 from ocr_api.core.models import Page, PageGroup
 
 log = structlog.get_logger(__name__)
+SETTLED = ("done", "failed", "canceled")  # a group's statuses once no task runs it any more
 
 
 def new_lease_token(worker_id: str) -> str:
@@ -55,7 +56,9 @@ class LeaseKeeper:
         while not self._stop.wait(self.lease_seconds / 3):
             try:
                 if not self.renew():
-                    log.warning("lease.lost", group_id=self.group_id, owner=self.owner)
+                    if self.lost():
+                        log.warning("lease.lost", group_id=self.group_id, owner=self.owner)
+                    return  # nothing of ours left to renew
             except Exception as error:  # a DB blip must not kill the group; the next tick retries
                 log.warning("lease.renew_failed", group_id=self.group_id, error=str(error))
 
@@ -69,6 +72,14 @@ class LeaseKeeper:
             )
         self.renewals += 1
         return bool(getattr(renewed, "rowcount", 1))
+
+
+    def lost(self) -> bool:
+        """Whether a failed renewal means the group was taken over: not when it is settled
+        (its task recorded it just before stopping this keeper, a race seen at 128 groups)."""
+        with self.sessions() as session:
+            status = session.scalar(select(PageGroup.status).where(PageGroup.id == self.group_id))
+        return status not in SETTLED
 
 
 def release_claim(sessions: sessionmaker[Session], *, group_id: int, owner: str) -> bool:

@@ -86,3 +86,22 @@ def test_a_claim_that_could_not_be_given_back_is_given_back_by_the_next_task(
     pipeline.engine = ScriptedEngine()
     assert pipeline.run(job_id, 0) == "ran"  # the retry gives it back, then claims it at once
     assert harness.job(job_id).status == "succeeded"
+
+
+def test_a_keeper_ticking_after_its_group_was_recorded_reports_no_lost_lease(harness) -> None:  # type: ignore[no-untyped-def]
+    """Seen at 128 groups on the H200: the group's record (done, no owner) committed just
+    before its keeper stopped, whose next tick then warned of a lease taken over."""
+    job_id = harness.submit(2)
+    pipeline = harness.pipeline(ScriptedEngine())
+    claimed = pipeline._claim(job_id, 0)
+    assert not isinstance(claimed, str)
+    keeper = LeaseKeeper(
+        harness.sessions, group_id=claimed.group_id, owner=claimed.lease_token, lease_seconds=5
+    )
+    assert pipeline._record(job_id, claimed, pipeline._decode(job_id, claimed)) is True
+    assert keeper.renew() is False and keeper.lost() is False  # settled, not lost
+    with transaction(harness.sessions) as session:  # whereas a group another worker holds is
+        group = session.get(PageGroup, claimed.group_id)
+        assert group is not None
+        group.status, group.lease_owner = "running", "other-worker/0000"
+    assert keeper.lost() is True
