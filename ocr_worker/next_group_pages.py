@@ -67,7 +67,10 @@ class NextGroupPages:
         missing = [ref for ref in refs if ref not in ahead]
         ahead |= dict(zip(missing, self.pool.submit(missing, long_side), strict=True))
         renderings = [ahead.pop(ref) for ref in refs]
-        _cancel(started)  # begun for pages this group no longer needs (done since)
+        used = {id(r.future) for r in renderings}  # a run's pages share one future
+        for rendering in ahead.values():  # begun for pages this group no longer needs
+            if id(rendering.future) not in used:
+                rendering.future.cancel()
         return self.pool.collect(renderings)
 
     def held(self) -> int:

@@ -7,11 +7,14 @@ import pymupdf
 import pytest
 from PIL import Image
 
+from ocr_api.core.settings import S3Settings
 from ocr_api.core.storage import LocalObjectStore
 from ocr_worker.imaging import (
     REPAIRED_WARNING,
     PageRasterizer,
     PageRenderError,
+    ProcessRasterizer,
+    RenderedPage,
     render_matrix,
 )
 from tests.factories import sample_pages, scanned_pdf
@@ -54,3 +57,29 @@ def test_a_pdf_page_is_drawn_no_larger_than_the_engine_reads(tmp_path) -> None: 
     assert same_page < 4 < np.abs(shrunk - other).mean()  # the same page, not its neighbour
     roomy = rasterizer.render_page("scan.pdf", 0, 5000)  # no smaller than the dpi gives
     assert roomy.size is None and np.array_equal(roomy.pixels, full.pixels)
+
+
+def test_a_damaged_page_in_a_run_sent_to_one_render_process_fails_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A group's pages of one file go to one render process together: the page that cannot
+    be drawn comes back as its error, in its place, and its neighbours are drawn."""
+    store = LocalObjectStore(tmp_path)
+    whole = scanned_pdf(sample_pages(4, lines=2))
+    store.put("cut.pdf", whole[: int(len(whole) * 0.6)])
+    store.put("whole.pdf", whole)
+    pool = ProcessRasterizer(S3Settings(local_root=tmp_path), dpi=50, max_side=4000, processes=2)
+    try:
+        refs = [("cut.pdf", 0), ("cut.pdf", 3), ("cut.pdf", 1), ("whole.pdf", 3)]
+        drawn = pool.render_many(refs)
+    finally:
+        pool.pool.shutdown()
+    assert [type(page).__name__ for page in drawn] == [
+        "RenderedPage",
+        "PageRenderError",
+        "RenderedPage",
+        "RenderedPage",
+    ]
+    assert "damaged" in str(drawn[1])
+    alone = PageRasterizer(store, dpi=50, max_side=4000)
+    for (key, index), page in zip(refs, drawn, strict=True):
+        if isinstance(page, RenderedPage):  # each page its own drawing, not a neighbour's
+            assert np.array_equal(page.pixels, alone.render_page(key, index).pixels)
