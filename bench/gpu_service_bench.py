@@ -184,6 +184,43 @@ def _rss(process: psutil.Process) -> int:
         return 0
 
 
+def _cpu_seconds(process: psutil.Process) -> float:
+    try:
+        times = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return float(times.user + times.system)
+
+
+def cpu_snapshot(worker: psutil.Process) -> dict:  # type: ignore[type-arg]
+    """CPU seconds so far of the worker's own process (its GIL: task threads, DB, S3, Celery),
+    of its engine child (the largest child: the model's process), of the render processes
+    (the other children), and of the whole machine (busy, all cores)."""
+    children = worker.children(recursive=True)
+    engine = max(children, key=_rss, default=None)
+    machine = psutil.cpu_times()
+    return {
+        "worker_main": _cpu_seconds(worker),
+        "engine_child": _cpu_seconds(engine) if engine is not None else 0.0,
+        "render": sum(_cpu_seconds(c) for c in children if c is not engine),
+        "machine_busy": float(sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)),
+    }
+
+
+def cpu_use(before: dict, after: dict, wall: float, pages: int) -> dict:  # type: ignore[type-arg]
+    """Cores each part kept busy over the run; render CPU per page. The worker's own process
+    near 1.0 core means its GIL bounds the service, whatever the GPU could do."""
+    grown = {k: after[k] - before[k] for k in before}
+    return {
+        "worker_main_cores": round(grown["worker_main"] / wall, 2),
+        "engine_child_cores": round(grown["engine_child"] / wall, 2),
+        "render_cores": round(grown["render"] / wall, 2),
+        "render_cpu_ms_per_page": round(grown["render"] * 1000 / pages, 1),
+        "machine_busy_cores": round(grown["machine_busy"] / wall, 2),
+        "machine_cores": psutil.cpu_count(),
+    }
+
+
 def submit_all(client: httpx.Client, documents: list[bytes]) -> list[str]:
     def submit(item: tuple[int, bytes]) -> str:
         n, pdf = item
@@ -231,15 +268,17 @@ def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> d
             "rss_worker_bytes": own,
         })
 
-    before = stage_totals()
+    before, cpu_before, clock_started = stage_totals(), cpu_snapshot(worker), time.monotonic()
     ids = submit_all(client, documents)
     statuses = wait_all(client, ids, 3600, on_done=sample)
-    after = stage_totals()
+    after, cpu_after = stage_totals(), cpu_snapshot(worker)
+    polled = time.monotonic() - clock_started
     assert all(s["status"] == "succeeded" for s in statuses), [s["status"] for s in statuses]
     started = min(datetime.fromisoformat(s["created_at"]) for s in statuses)
     ended = max(datetime.fromisoformat(s["finished_at"]) for s in statuses)
     pages = sum(s["pages_total"] for s in statuses)
     result = _rates(pages, (ended - started).total_seconds(), before, after)
+    result["cpu"] = cpu_use(cpu_before, cpu_after, polled, pages)
     reserved = {
         e["job_id"]: e["gpu_reserved_bytes"]
         for e in worker_log()
