@@ -52,6 +52,10 @@ class S3Settings(_Section):
     secret_access_key: str = "uocr-secret"
     presign_seconds: int = Field(3600, ge=60)
     local_root: Path | None = None
+    # Connections kept open to the store per process. botocore's default (10) is far below a
+    # GPU worker's task threads (160 at 128 groups): on the H200 the overflow was opened and
+    # thrown away request after request ("Connection pool is full" warnings by the dozen).
+    max_pool_connections: int = Field(200, ge=1)
 
 
 class WebhookSettings(_Section):

@@ -49,7 +49,11 @@ class S3ObjectStore:
             region_name=settings.region,
             aws_access_key_id=settings.access_key_id,
             aws_secret_access_key=settings.secret_access_key,
-            config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+            config=Config(
+                signature_version="s3v4",
+                s3={"addressing_style": "path"},
+                max_pool_connections=settings.max_pool_connections,
+            ),
         )
 
     def ensure_bucket(self) -> None:
