@@ -17,12 +17,14 @@ python3 -m uocr_cli.main model verify "$CHECKPOINT"
 # BENCH_ARGS: e.g. "--pages 20 24"; KILL="" leaves out the killed worker; an empty list skips.
 # The bare engine with one group per vision call (as before vision_batcher.py), then the default.
 python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BARE:-16 128} \
-  --sides bare --vision-batch-pages ${VISION_BATCH:-1 32} --out "$OUTDIR" ${BENCH_ARGS:-}
+  --sides bare --vision-batch-pages ${VISION_BATCH:-1 32} --documents-per-slot ${BACKLOG:-1} \
+  --out "$OUTDIR" ${BENCH_ARGS:-}
 # SERVICE_DOCS: documents per service run, at least its concurrency (64 at 16 groups: memory
-# after each document past the in-flight set, as issue 13 asks).
+# after each document past the in-flight set, as issue 13 asks). BACKLOG: documents per group
+# slot, bare and service alike (2: a backlog, so the service's slots can all be held).
 [ -n "${SERVICE_EP-16 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
   --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} \
-  --documents ${SERVICE_DOCS:-64} --out "$OUTDIR" ${BENCH_ARGS:-}
+  --documents ${SERVICE_DOCS:-64} --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}
 [ -n "${SERVICE-16 64 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
   --concurrency ${SERVICE-16 64 128} --sides service --out "$OUTDIR" ${BENCH_ARGS:-}
 cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$GPU_STACK_DIR"/logs/control.log "$OUTDIR/" 2>/dev/null

@@ -375,6 +375,14 @@ def main() -> None:
         "memory after each document past the in-flight set, for a leak)",
     )
     parser.add_argument(
+        "--documents-per-slot",
+        type=int,
+        default=1,
+        help="bare and service: documents per group slot (2 at 128 groups: 256 documents, a "
+        "backlog; with one each the service can never hold its 128 slots, since a document's "
+        "groups run one after another and each waits between them for its claim and render)",
+    )
+    parser.add_argument(
         "--vision-batch-pages",
         type=int,
         nargs="+",
@@ -414,10 +422,14 @@ def main() -> None:
 
     most = max(args.concurrency)
     distinct = make_documents(min(most, args.distinct), args.pages)
-    documents = [distinct[i % len(distinct)] for i in range(max(most, args.documents))]
+    backlog = args.documents_per_slot
+    count = max(most * backlog, args.documents)
+    documents = [distinct[i % len(distinct)] for i in range(count)]
     out = args.out / "gpu_service_bench.json"
     report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
-    report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
+    report.update(
+        page_tokens=args.page_tokens, distinct_documents=len(distinct), documents_per_slot=backlog
+    )
     if "bare" in args.sides:
         from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
 
@@ -430,7 +442,7 @@ def main() -> None:
             engine.vision.max_pages = pages
             report["bare"] = report[f"bare_vision_batch_{pages}"] = {}
             for c in args.concurrency:
-                report["bare"][str(c)] = bare(engine, settings, rendered, c, c)
+                report["bare"][str(c)] = bare(engine, settings, rendered, c * backlog, c)
                 print(f"bare (vision calls of up to {pages} pages)", c, report["bare"][str(c)])
                 out.write_text(json.dumps(report, indent=1))
     if "service" in args.sides or args.kill:
@@ -446,7 +458,8 @@ def main() -> None:
         if "service" in args.sides:
             report[side] = {}
             for c in args.concurrency:
-                report[side][str(c)] = service(client, documents[: max(c, args.documents)], c)
+                docs = documents[: max(c * backlog, args.documents)]
+                report[side][str(c)] = service(client, docs, c)
                 brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
                 print(side, c, brief, flush=True)
                 out.write_text(json.dumps(report, indent=1))
