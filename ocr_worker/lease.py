@@ -73,7 +73,6 @@ class LeaseKeeper:
         self.renewals += 1
         return bool(getattr(renewed, "rowcount", 1))
 
-
     def lost(self) -> bool:
         """Whether a failed renewal means the group was taken over: not when it is settled
         (its task recorded it just before stopping this keeper, a race seen at 128 groups)."""

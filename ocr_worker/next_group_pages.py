@@ -59,6 +59,7 @@ class NextGroupPages:
         at the same size), the rest rendered now."""
         with self._lock:
             started = self._started.pop(job_id, None)
+            self._drop_unclaimed(time.monotonic())
         if started is None or started.long_side != long_side:
             if started is not None:
                 _cancel(started)
