@@ -42,6 +42,7 @@ from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids, page_res
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
 from ocr_worker.engines.unlimited_ocr.vision_batcher import VisionBatcher
+from ocr_worker.stage_clock import clock
 
 log = structlog.get_logger(__name__)
 SINGLE_PAGE_PROMPT = "document parsing."  # the official prompts, after the image tokens
@@ -281,7 +282,9 @@ class UnlimitedOcrEngine(OcrEngine):
     def _page_segments(self, pages: list[PageImage]) -> list[NewSegment]:
         if not pages:
             return []
+        queued = time.perf_counter()
         with self._vision_slots:  # read with other groups' pages, in one call of the tower
+            clock.add("vision_queue", time.perf_counter() - queued)  # for room on the card
             features = self.vision.features(
                 torch.stack(
                     [page_tensor(p.pixels, self.image_size, self.device) for p in pages]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,31 @@ def test_the_stage_clock_accounts_each_stage_and_every_decoded_token(checkpoint:
     # The steps, and the sequences in them (one, alone): the bench's mean batch and ms a step.
     assert grown["steps"] == run.steps
     assert grown["step_rows"] == run.steps
+
+
+def test_a_group_waiting_for_room_on_the_card_for_its_pixels_is_clocked(checkpoint: Path) -> None:
+    """At 128 groups most waited for one of the few slots for pixels on the card, a wait the
+    stage clock did not show: it is its own stage, so an operator sees where a group's time
+    went."""
+    from ocr_worker.stage_clock import clock
+
+    engine = _engine(checkpoint)
+    slots = engine._vision_slots
+    held = 0
+    while slots.acquire(blocking=False):  # every slot taken, as by groups at the tower
+        held += 1
+    before = clock.totals()
+    done: list[PageResult] = []
+    group = PageGroupInput("queued", 0, [], [_page(1), _page(2)], True)  # not gundam
+    waiter = threading.Thread(target=lambda: done.extend(engine.run_group(group)), daemon=True)
+    waiter.start()
+    time.sleep(0.3)
+    assert not done  # still waiting for a slot
+    for _ in range(held):
+        slots.release()
+    waiter.join(60)
+    assert [p.status for p in done] == ["succeeded", "succeeded"]
+    assert clock.totals().get("vision_queue", 0) - before.get("vision_queue", 0) >= 0.3
 
 
 DOCUMENT = [  # three groups of three pages, each later one opening with its boundary page
