@@ -197,22 +197,22 @@ class ProcessRasterizer:
     def render_many(
         self, refs: list[tuple[str, int]], long_side: int | None = None
     ) -> list[RenderedPage | PageRenderError]:
-        return self.collect(self.submit(refs, long_side))
+        return self._collect(self._submit(refs, long_side))
 
-    def submit(self, refs: list[tuple[str, int]], long_side: int | None = None) -> list[Rendering]:
-        """Start rendering ``refs`` in the pool; ``collect`` waits for them. The pages of one
+    def _submit(self, refs: list[tuple[str, int]], long_side: int | None) -> list[_Rendering]:
+        """Start rendering ``refs`` in the pool. The pages of one
         file in a row (a page group's) go to one process together: it fetches the file once,
         where page by page each process fetched it again (a 7 MB scan, nine times a group,
         was most of the object store's traffic at 128 groups on the H200)."""
         submitted = time.monotonic()
-        renderings: list[Rendering] = []
+        renderings: list[_Rendering] = []
         for key, run in itertools.groupby(refs, key=lambda ref: ref[0]):
             indices = [index for _, index in run]
             future = self.pool.submit(_render_run, key, indices, long_side)
-            renderings += [Rendering(future, n, submitted) for n in range(len(indices))]
+            renderings += [_Rendering(future, n, submitted) for n in range(len(indices))]
         return renderings
 
-    def collect(self, renderings: list[Rendering]) -> list[RenderedPage | PageRenderError]:
+    def _collect(self, renderings: list[_Rendering]) -> list[RenderedPage | PageRenderError]:
         """Each page in order, or why it could not be drawn."""
         results: list[RenderedPage | PageRenderError] = []
         for rendering in renderings:
@@ -228,7 +228,7 @@ class ProcessRasterizer:
 
 
 @dataclass(frozen=True)
-class Rendering:
+class _Rendering:
     """A page given to the render processes: the future of its run of pages, its place in
     the run, and when it was given (``time.monotonic``)."""
 

@@ -37,7 +37,6 @@ from ocr_worker.imaging import (
     render_many,
 )
 from ocr_worker.lease import LeaseKeeper, new_lease_token, release_claim
-from ocr_worker.next_group_pages import NextGroupPages
 from ocr_worker.searchable_pdf import build_in_render_process
 from ocr_worker.stage_clock import clock
 from ocr_worker.worker_metrics import WorkerMetrics
@@ -61,7 +60,6 @@ class ClaimedGroup:
     pages: list[PageRef]  # output pages not yet done
     is_last: bool
     lease_token: str  # this claim's, fencing its renewals and its record
-    following: list[PageRef] = field(default_factory=list)  # the next group's, to render ahead
 
 
 @dataclass
@@ -82,7 +80,6 @@ class PageGroupPipeline:
     _unreleased: list[ClaimedGroup] = field(init=False, default_factory=list)
     _unreleased_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     render_pool: ProcessRasterizer | None = field(init=False)
-    next_group_pages: NextGroupPages | None = field(init=False)
 
     def __post_init__(self) -> None:
         w = self.settings.worker
@@ -96,12 +93,6 @@ class PageGroupPipeline:
                 metrics=self.metrics,
             )
             if w.render_processes
-            else None
-        )
-        # Groups in order (the GPU engine): the next group's pages render while this one decodes.
-        self.next_group_pages = (
-            NextGroupPages(self.render_pool, max_documents=self.settings.max_concurrency)
-            if self.render_pool is not None and not self.settings.page_groups_in_parallel
             else None
         )
 
@@ -190,28 +181,19 @@ class PageGroupPipeline:
             return self._claimed(session, job, group)
 
     def _claimed(self, session: Session, job: Job, group: PageGroup) -> ClaimedGroup:
-        context, pages = _unfinished(session, group)
+        rows = _pages_between(session, job.id, group.first_position, group.last_position)
+        context_end = group.first_position + group.overlap
+        pages = [p for p in rows if p.position >= context_end and p.status != "succeeded"]
         for page in pages:
             page.status, page.started_at = "running", utcnow()
             page.attempts += 1
-        is_last = group.last_position == job.page_count - 1
-        following: list[Page] = []
-        if self.next_group_pages is not None and not is_last:
-            after = session.scalar(
-                select(PageGroup).where(
-                    PageGroup.job_id == job.id, PageGroup.group_index == group.group_index + 1
-                )
-            )
-            if after is not None:
-                following = [p for part in _unfinished(session, after) for p in part]
         return ClaimedGroup(
             group_id=group.id,
             group_index=group.group_index,
-            context=[_ref(p) for p in context],
+            context=[_ref(p) for p in rows if p.position < context_end],
             pages=[_ref(p) for p in pages],
-            is_last=is_last,
+            is_last=group.last_position == job.page_count - 1,
             lease_token=group.lease_owner or "",
-            following=[_ref(p) for p in following],
         )
 
     def _give_up(self, session: Session, job: Job, group: PageGroup) -> None:
@@ -228,14 +210,7 @@ class PageGroupPipeline:
 
     def _decode(self, job_id: str, claimed: ClaimedGroup) -> list[PageResult]:
         context = claimed.context if self.engine.uses_context_pages else []
-        rendered, flags = self._render(job_id, [*context, *claimed.pages])
-        if self.next_group_pages is not None:  # drawn while this group decodes
-            following = claimed.following
-            self.next_group_pages.start(
-                job_id,
-                [(ref.source_key, ref.source_index) for ref in following],
-                self.engine.input_long_side(len(following)),
-            )
+        rendered, flags = self._render([*context, *claimed.pages])
         context_images = [i for i in rendered[: len(context)] if isinstance(i, PageImage)]
         if len(context_images) < len(context):  # an unreadable boundary page: decode without it
             context_images = []
@@ -259,18 +234,17 @@ class PageGroupPipeline:
         return result.model_copy(update={"engine": engine, "model_version": self.model_version})
 
     def _render(
-        self, job_id: str, refs: list[PageRef]
+        self, refs: list[PageRef]
     ) -> tuple[list[PageImage | PageRenderError], dict[int, tuple[str, ...]]]:
         """Each page's image (or why it has none), and the render's flags by page number."""
         keys = [(ref.source_key, ref.source_index) for ref in refs]
         long_side = self.engine.input_long_side(len(refs))
         with clock.timed("render"):
-            if self.next_group_pages is not None:
-                rendered = self.next_group_pages.render(job_id, keys, long_side)
-            elif self.render_pool is not None:
-                rendered = self.render_pool.render_many(keys, long_side)
-            else:
-                rendered = render_many(self.rasterizer, keys, long_side)
+            rendered = (
+                self.render_pool.render_many(keys, long_side)
+                if self.render_pool
+                else render_many(self.rasterizer, keys, long_side)
+            )
         flags = {
             ref.page_no: r.warnings
             for ref, r in zip(refs, rendered, strict=True)
@@ -434,14 +408,6 @@ def _lock_group(session: Session, job_id: str, group_index: int) -> PageGroup | 
         .where(PageGroup.job_id == job_id, PageGroup.group_index == group_index)
         .with_for_update()
     )
-
-
-def _unfinished(session: Session, group: PageGroup) -> tuple[list[Page], list[Page]]:
-    """A group's context pages, and its output pages not yet done."""
-    rows = _pages_between(session, group.job_id, group.first_position, group.last_position)
-    context_end = group.first_position + group.overlap
-    pages = [p for p in rows if p.position >= context_end and p.status != "succeeded"]
-    return [p for p in rows if p.position < context_end], pages
 
 
 def _group_pages(session: Session, group: PageGroup) -> list[Page]:
