@@ -26,7 +26,8 @@ python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BA
   --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} \
   --documents ${SERVICE_DOCS:-64} --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}
 [ -n "${SERVICE-16 64 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
-  --concurrency ${SERVICE-16 64 128} --sides service --out "$OUTDIR" ${BENCH_ARGS:-}
+  --concurrency ${SERVICE-16 64 128} --sides service --documents-per-slot ${BACKLOG:-1} \
+  --out "$OUTDIR" ${BENCH_ARGS:-}
 cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$GPU_STACK_DIR"/logs/control.log "$OUTDIR/" 2>/dev/null
 bash bench/gpu_stack.sh stop
 echo RUN-DONE

@@ -192,17 +192,22 @@ def _cpu_seconds(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-def cpu_snapshot(worker: psutil.Process) -> dict:  # type: ignore[type-arg]
+def engine_child(worker: psutil.Process) -> psutil.Process | None:
+    """The worker's engine child (unlimited_ocr.engine_process): its largest child, the one
+    holding the model; chosen once, before a run, so both snapshots read the same process."""
+    return max(worker.children(recursive=True), key=_rss, default=None)
+
+
+def cpu_snapshot(worker: psutil.Process, engine: psutil.Process | None) -> dict:  # type: ignore[type-arg]
     """CPU seconds so far of the worker's own process (its GIL: task threads, DB, S3, Celery),
-    of its engine child (the largest child: the model's process), of the render processes
-    (the other children), and of the whole machine (busy, all cores)."""
-    children = worker.children(recursive=True)
-    engine = max(children, key=_rss, default=None)
+    of its engine child (None: the engine runs in the worker's process), of the render
+    processes (the other children), and of the whole machine (busy, all cores)."""
+    others = [c for c in worker.children(recursive=True) if engine is None or c.pid != engine.pid]
     machine = psutil.cpu_times()
     return {
         "worker_main": _cpu_seconds(worker),
         "engine_child": _cpu_seconds(engine) if engine is not None else 0.0,
-        "render": sum(_cpu_seconds(c) for c in children if c is not engine),
+        "render": sum(_cpu_seconds(c) for c in others),
         "machine_busy": float(sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)),
     }
 
@@ -250,7 +255,9 @@ def wait_all(client: httpx.Client, ids: list[str], timeout: float, on_done=None)
     return [done[i] for i in ids]
 
 
-def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> dict:  # type: ignore[type-arg]
+def service(  # type: ignore[type-arg]
+    client: httpx.Client, documents: list[bytes], concurrency: int, engine_process: bool
+) -> dict:
     """The same documents through the service, the GPU worker running ``concurrency`` groups."""
     os.environ["UOCR_MAX_CONCURRENCY"] = str(concurrency)
     stack("worker")  # restarted with this concurrency; the model loads before it takes work
@@ -268,10 +275,12 @@ def service(client: httpx.Client, documents: list[bytes], concurrency: int) -> d
             "rss_worker_bytes": own,
         })
 
-    before, cpu_before, clock_started = stage_totals(), cpu_snapshot(worker), time.monotonic()
+    engine = engine_child(worker) if engine_process else None
+    before, clock_started = stage_totals(), time.monotonic()
+    cpu_before = cpu_snapshot(worker, engine)
     ids = submit_all(client, documents)
     statuses = wait_all(client, ids, 3600, on_done=sample)
-    after, cpu_after = stage_totals(), cpu_snapshot(worker)
+    after, cpu_after = stage_totals(), cpu_snapshot(worker, engine)
     polled = time.monotonic() - clock_started
     assert all(s["status"] == "succeeded" for s in statuses), [s["status"] for s in statuses]
     started = min(datetime.fromisoformat(s["created_at"]) for s in statuses)
@@ -427,9 +436,7 @@ def main() -> None:
     documents = [distinct[i % len(distinct)] for i in range(count)]
     out = args.out / "gpu_service_bench.json"
     report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
-    report.update(
-        page_tokens=args.page_tokens, distinct_documents=len(distinct), documents_per_slot=backlog
-    )
+    report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
     if "bare" in args.sides:
         from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
 
@@ -443,6 +450,7 @@ def main() -> None:
             report["bare"] = report[f"bare_vision_batch_{pages}"] = {}
             for c in args.concurrency:
                 report["bare"][str(c)] = bare(engine, settings, rendered, c * backlog, c)
+                report["bare"][str(c)]["documents_per_slot"] = backlog
                 print(f"bare (vision calls of up to {pages} pages)", c, report["bare"][str(c)])
                 out.write_text(json.dumps(report, indent=1))
     if "service" in args.sides or args.kill:
@@ -459,7 +467,8 @@ def main() -> None:
             report[side] = {}
             for c in args.concurrency:
                 docs = documents[: max(c * backlog, args.documents)]
-                report[side][str(c)] = service(client, docs, c)
+                report[side][str(c)] = service(client, docs, c, args.engine_process)
+                report[side][str(c)]["documents_per_slot"] = backlog
                 brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
                 print(side, c, brief, flush=True)
                 out.write_text(json.dumps(report, indent=1))

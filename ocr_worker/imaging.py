@@ -244,7 +244,7 @@ class RenderObserver(Protocol):
 @dataclass(frozen=True)
 class _TimedRender:
     page: RenderedPage
-    started: float  # time.monotonic() in the render process: the same clock on Linux
+    started: float  # when its run's process took it up (time.monotonic(): one clock on Linux)
     seconds: float
 
 
@@ -290,6 +290,7 @@ def _render_run(
     renderer = _Renderer.current
     assert renderer is not None
     results: list[_TimedRender | PageRenderError] = []
+    taken = time.monotonic()  # when a process was free for the run: every page's wait ends here
     for index in indices:
         started = time.monotonic()
         try:
@@ -297,5 +298,5 @@ def _render_run(
         except PageRenderError as error:
             results.append(error)
             continue
-        results.append(_TimedRender(page, started, time.monotonic() - started))
+        results.append(_TimedRender(page, taken, time.monotonic() - started))
     return results

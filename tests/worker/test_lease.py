@@ -3,9 +3,12 @@ and a transient failure gives the group back at once instead of waiting for the 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlalchemy.exc
 from sqlalchemy import select
+from structlog.testing import capture_logs
 
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction
@@ -91,7 +94,7 @@ def test_a_claim_that_could_not_be_given_back_is_given_back_by_the_next_task(
 def test_a_keeper_ticking_after_its_group_was_recorded_reports_no_lost_lease(harness) -> None:  # type: ignore[no-untyped-def]
     """Seen at 128 groups on the H200: the group's record (done, no owner) committed just
     before its keeper stopped, whose next tick then warned of a lease taken over."""
-    job_id = harness.submit(2)
+    job_id = harness.submit(4)  # groups [1 2 3] and [3 | 4]
     pipeline = harness.pipeline(ScriptedEngine())
     claimed = pipeline._claim(job_id, 0)
     assert not isinstance(claimed, str)
@@ -105,3 +108,17 @@ def test_a_keeper_ticking_after_its_group_was_recorded_reports_no_lost_lease(har
         assert group is not None
         group.status, group.lease_owner = "running", "other-worker/0000"
     assert keeper.lost() is True
+    # The keeper's own loop, ticking across the record: it stops, and warns of nothing.
+    second = pipeline._claim(job_id, 1)
+    assert not isinstance(second, str)
+    ticking = LeaseKeeper(
+        harness.sessions, group_id=second.group_id, owner=second.lease_token, lease_seconds=1
+    )
+    with capture_logs() as logs:
+        ticking._thread.start()
+        time.sleep(0.5)  # a renewal while the group runs
+        renewed = ticking.renewals
+        assert pipeline._record(job_id, second, pipeline._decode(job_id, second)) is True
+        ticking._thread.join(5)
+    assert renewed >= 1 and not ticking._thread.is_alive()  # renewed, then stopped by itself
+    assert [e for e in logs if e["event"] == "lease.lost"] == []

@@ -358,4 +358,5 @@ def _loop_stream(device: torch.device) -> Callable[[], AbstractContextManager[An
     if device.type != "cuda":
         return nullcontext
     stream = torch.cuda.Stream(device, priority=-1)  # -1: high; the tower's stream keeps 0
+    stream.wait_stream(torch.cuda.current_stream(device))  # the pool zeroed, weights copied
     return lambda: torch.cuda.stream(stream)

@@ -156,7 +156,7 @@ def test_a_group_waiting_for_room_on_the_card_for_its_pixels_is_clocked(checkpoi
     group = PageGroupInput("queued", 0, [], [_page(1), _page(2)], True)  # not gundam
     waiter = threading.Thread(target=lambda: done.extend(engine.run_group(group)), daemon=True)
     waiter.start()
-    time.sleep(0.3)
+    time.sleep(0.5)
     assert not done  # still waiting for a slot
     for _ in range(held):
         slots.release()
