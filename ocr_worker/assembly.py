@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import structlog
 
@@ -17,10 +19,23 @@ from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
 log = structlog.get_logger(__name__)
 
 
+# A group's page objects are written, and a document's read back, this many at a time: one
+# after another, each round trip to the store sat between a group's decode and its document's
+# next group (python -m bench.store_bench).
+STORE_CALLS_AT_ONCE = 8
+
+
 def write_page(store: ObjectStore, job_id: str, result: PageResult) -> str:
     key = object_keys.page_result_key(job_id, result.page)
     store.put(key, result.model_dump_json().encode(), "application/json")
     return key
+
+
+def write_pages(store: ObjectStore, job_id: str, results: list[PageResult]) -> dict[int, str]:
+    """Each page's object key, every page written (the first failure is raised)."""
+    with _calls(len(results)) as pool:
+        keys = list(pool.map(lambda result: write_page(store, job_id, result), results))
+    return {result.page: key for result, key in zip(results, keys, strict=True)}
 
 
 def write_progress(store: ObjectStore, job: Job) -> None:
@@ -39,19 +54,36 @@ def write_progress(store: ObjectStore, job: Job) -> None:
 
 def load_page_results(store: ObjectStore, job: Job) -> list[PageResult]:
     """Every page in document order; a page never run is listed as such, never dropped."""
-    results = []
-    for page in job.pages:
+
+    def load(page: _PageRow) -> PageResult:
         try:
             if page.result_key is None:
                 raise ObjectNotFound(page.page_no)
-            results.append(PageResult.model_validate_json(store.get(page.result_key)))
+            return PageResult.model_validate_json(store.get(page.result_key))
         except ObjectNotFound:
-            results.append(
+            return (
                 PageResult(page=page.page_no, status="failed", error=page.error or "not processed")
                 if page.status == "failed"
                 else PageResult(page=page.page_no, status="canceled")
             )
-    return results
+
+    # Read from the rows here: the pool's threads must not touch the session.
+    pages = [_PageRow(p.page_no, p.result_key, p.status, p.error) for p in job.pages]
+    with _calls(len(pages)) as pool:
+        return list(pool.map(load, pages))
+
+
+class _PageRow(NamedTuple):
+    page_no: int
+    result_key: str | None
+    status: str
+    error: str | None
+
+
+def _calls(count: int) -> ThreadPoolExecutor:
+    """Threads for one batch of store calls (made per batch: a pool made at import would not
+    survive a prefork worker's fork)."""
+    return ThreadPoolExecutor(max(1, min(STORE_CALLS_AT_ONCE, count)), "store-calls")
 
 
 def document_files(job: Job, results: list[PageResult], status: str) -> dict[str, str]:

@@ -262,7 +262,7 @@ class PageGroupPipeline:
         """Mark the pages done, if the group is still ours: not if its lease lapsed (a database
         outage longer than the lease) and another worker claimed it since. A lapsed lease whose
         group nobody claimed yet is still recorded: the work is done."""
-        keys = {r.page: assembly.write_page(self.store, job_id, r) for r in results}
+        keys = assembly.write_pages(self.store, job_id, results)
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
             group = session.get(PageGroup, claimed.group_id, with_for_update=True)

@@ -1,0 +1,88 @@
+"""A page group's results into the object store, and a document's read back, side by side.
+
+Between a group's decode and its document's next group the worker writes one object per page
+(and the next group is queued only after that); when the last group is done it reads every
+page back to assemble the document. This times both one call after another (as before) and
+``assembly``'s batches of ``STORE_CALLS_AT_ONCE``, on a real S3 server (the test stack's:
+``bash .ci/services start; eval "$(bash .ci/services env)"``), and prints the ratios.
+
+    python -m bench.store_bench --groups 20 --pages 8 --document-pages 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from types import SimpleNamespace
+
+from ocr_api.core.contracts import PageResult
+from ocr_api.core.settings import S3Settings
+from ocr_api.core.storage import S3ObjectStore
+from ocr_worker import assembly
+
+
+def _result(page: int) -> PageResult:
+    text = f"Line {page} of a scanned contract, clause {page % 17}, signed and dated. " * 30
+    return PageResult(page=page, status="succeeded", text=text, markdown=text)
+
+
+def _timed(call, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    for n in range(repeat):
+        call(n)
+    return (time.perf_counter() - started) * 1000 / repeat
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=20)
+    parser.add_argument("--pages", type=int, default=8, help="pages a group writes")
+    parser.add_argument("--document-pages", type=int, default=100)
+    args = parser.parse_args()
+    url = os.environ.get("UOCR_TEST_S3_URL") or os.environ.get("UOCR_S3__ENDPOINT_URL")
+    if not url:
+        raise SystemExit("no S3 server: bash .ci/services start; eval \"$(bash .ci/services env)\"")
+    store = S3ObjectStore(S3Settings(endpoint_url=url, bucket=f"bench-{uuid.uuid4().hex[:8]}"))
+    store.ensure_bucket()
+    group = [_result(p) for p in range(1, args.pages + 1)]
+
+    def one_by_one(n: int) -> None:
+        for result in group:
+            assembly.write_page(store, f"seq-{n}", result)
+
+    def batched(n: int) -> None:
+        assembly.write_pages(store, f"par-{n}", group)
+
+    writes = {
+        "one by one": _timed(one_by_one, args.groups),
+        "batched": _timed(batched, args.groups),
+    }
+
+    results = [_result(p) for p in range(1, args.document_pages + 1)]
+    keys = assembly.write_pages(store, "doc", results)
+    job = SimpleNamespace(
+        pages=[
+            SimpleNamespace(page_no=p, result_key=keys[p], status="succeeded", error=None)
+            for p in keys
+        ]
+    )
+
+    def read_one_by_one(_: int) -> None:
+        for page in job.pages:
+            PageResult.model_validate_json(store.get(page.result_key))
+
+    def read_batched(_: int) -> None:
+        loaded = assembly.load_page_results(store, job)  # type: ignore[arg-type]
+        assert [r.page for r in loaded] == list(keys)
+
+    reads = {"one by one": _timed(read_one_by_one, 3), "batched": _timed(read_batched, 3)}
+    print(f"a group's {args.pages} page objects written, ms: {writes}")
+    print(f"  batched / one by one: {writes['batched'] / writes['one by one']:.2f}")
+    print(f"a {args.document_pages}-page document read back, ms: {reads}")
+    print(f"  batched / one by one: {reads['batched'] / reads['one by one']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
