@@ -106,25 +106,28 @@ class ModelRunner:
     def prefill(self, sequence: Sequence, new: list[Segment], embeds: torch.Tensor) -> torch.Tensor:
         """Compute the KV of the ``new`` segments (embeds: (T, hidden)) attending to the
         sequence's other, already filled segments; returns the logits of the last row (V,)."""
-        return self.prefill_many([(sequence, new, embeds)])[0]
+        return self.prefill_many([(sequence, new, [embeds])])[0]
 
     @torch.no_grad()
     def prefill_many(
-        self, items: list[tuple[Sequence, list[Segment], torch.Tensor]]
+        self, items: list[tuple[Sequence, list[Segment], list[torch.Tensor]]]
     ) -> torch.Tensor:
         """Several sequences' prefills in one pass: their new rows go through each layer's
         projections and MLP together, and each attends only to its own rows. A group's prefill
         waits on the host's launches (42 ms for an 8-page group on the H200, a third of it GPU
         work), so one pass for the groups that arrive together (a vision call's) costs little
-        more than one did. Returns each sequence's last-row logits, (len(items), V)."""
+        more than one did. ``items``: each sequence, its new segments and their embeddings
+        (joined here once, for the whole pass). Returns each sequence's last-row logits,
+        (len(items), V)."""
         parts, new_rows, positions, start = [], [], [], 0
-        for sequence, new, embeds in items:
-            part, rows, placed = self._prefill_part(sequence, new, start, embeds.shape[0])
+        for sequence, new, segments in items:
+            count = sum(e.shape[0] for e in segments)
+            part, rows, placed = self._prefill_part(sequence, new, start, count)
             parts.append(part)
             new_rows.append(rows)
             positions.append(placed)
             start = part.end
-        embeds = torch.cat([e for _, _, e in items])
+        embeds = torch.cat([e for _, _, segments in items for e in segments])  # (T, hidden)
         written = torch.cat(new_rows)
         cos, sin = self.rotary(torch.cat(positions))
         self.prefill_rows_computed += start

@@ -180,7 +180,7 @@ class Scheduler:
         with clock.timed("prefill"):
             logits = self.runner.prefill_many(
                 [
-                    (s, s.segments[len(r.reused) :], torch.cat([n.embeds for n in r.new]))
+                    (s, s.segments[len(r.reused) :], [n.embeds for n in r.new])
                     for s, r in admitted
                 ]
             )
