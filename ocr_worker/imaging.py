@@ -200,11 +200,10 @@ class ProcessRasterizer:
         return self._collect(self._submit(refs, long_side))
 
     def _submit(self, refs: list[tuple[str, int]], long_side: int | None) -> list[_Rendering]:
-        """Start rendering ``refs`` in the pool. The pages of one
-        file in a row (a page group's) go to one process together: it fetches the file once,
-        where page by page each process fetched it again (a 7 MB scan, nine times a group,
-        was most of the object store's traffic at 128 groups on the H200). A lone group so
-        draws its pages one after another (~0.25 s for nine), which its decode dwarfs."""
+        """Start rendering ``refs`` in the pool. The pages of one file in a row (a page
+        group's) go to one process together: it fetches the file once, where page by page each
+        process fetched it again (a 7 MB scan, nine times a group). A lone group so draws its
+        pages one after another (~0.25 s for nine), which its decode dwarfs."""
         submitted = time.monotonic()
         renderings: list[_Rendering] = []
         for key, run in itertools.groupby(refs, key=lambda ref: ref[0]):
