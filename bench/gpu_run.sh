@@ -22,6 +22,12 @@ python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BA
 # SERVICE_DOCS: documents per service run, at least its concurrency (64 at 16 groups: memory
 # after each document past the in-flight set, as issue 13 asks). BACKLOG: documents per group
 # slot, bare and service alike (2: a backlog, so the service's slots can all be held).
+# AHEAD: render_ahead_groups to run first at SERVICE_EP's concurrencies, beside the default.
+for ahead in ${AHEAD:-}; do
+  python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${SERVICE_EP-16 128} \
+    --sides service --engine-process --render-ahead "$ahead" --documents ${SERVICE_DOCS:-64} \
+    --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}
+done
 [ -n "${SERVICE_EP-16 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
   --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} \
   --documents ${SERVICE_DOCS:-64} --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}

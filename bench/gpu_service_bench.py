@@ -400,6 +400,13 @@ def main() -> None:
         "side by side; the last is the one compared with the service",
     )
     parser.add_argument(
+        "--render-ahead",
+        type=int,
+        default=None,
+        help="service: groups a worker takes beyond max_concurrency (worker.render_ahead_groups; "
+        "unset: the default); results go under their own key, beside the default's",
+    )
+    parser.add_argument(
         "--engine-process",
         action="store_true",
         help="the worker runs its engine in a child process (unlimited_ocr.engine_process)",
@@ -427,6 +434,9 @@ def main() -> None:
         }
     )
     side = "service_engine_process" if args.engine_process else "service"
+    if args.render_ahead is not None:
+        os.environ["UOCR_WORKER__RENDER_AHEAD_GROUPS"] = str(args.render_ahead)
+        side += f"_ahead_{args.render_ahead}"
     from ocr_api.core.settings import load_settings
 
     most = max(args.concurrency)
@@ -481,8 +491,8 @@ def print_table(report: dict) -> None:  # type: ignore[type-arg]
           "service tok/s | GPU idle (service) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     bare = report.get("bare", {})
-    for key in ("service", "service_engine_process"):
-        service = report.get(key, {})
+    for key in sorted(k for k in report if k.startswith("service")):
+        service = report[key]
         for c in sorted(service, key=int):
             b, s = bare.get(c, {}), service[c]
             ratio = f"{s['pages_per_s'] / b['pages_per_s']:.2f}" if "pages" in b else "-"
@@ -491,7 +501,7 @@ def print_table(report: dict) -> None:  # type: ignore[type-arg]
                 f"{ratio} | {b.get('tokens_per_s', '-')} | {s['tokens_per_s']} | "
                 f"{s['gpu_idle_fraction']} |"
             )
-    for side in ("bare", "service", "service_engine_process"):
+    for side in ["bare", *sorted(k for k in report if k.startswith("service"))]:
         for c, r in report.get(side, {}).items():
             print(side, c, "ms per page by stage:", r["stage_ms_per_page"])
 

@@ -157,9 +157,10 @@ class WorkerSettings(_Section):
     # lease (not Celery's time limits, which threads ignore) then bounds a stuck group.
     pool: Literal["prefork", "threads"] = "prefork"
     # A GPU worker takes this many page groups beyond max_concurrency, so that they render and
-    # store while max_concurrency others decode (Settings.gpu_worker_threads); unset: a quarter
-    # of max_concurrency. On the H200 at 16 groups each group spent ~0.5 s rendering and
-    # storing its 8 pages (bench/RESULTS.md): with no threads beyond, those slots decode nothing.
+    # store while max_concurrency others decode (Settings.gpu_worker_threads); unset: half of
+    # max_concurrency. On the H200 at 16 groups of short pages (64 tokens) each group spent
+    # ~1.4 s rendering, in the tower and storing against ~1.9 s decoding (bench/RESULTS.md):
+    # with a quarter beyond, 10.8 of the 16 slots decoded on average.
     render_ahead_groups: int | None = Field(None, ge=0)
     # A prefork child (CPU engine) whose resident memory is above this after a task is replaced
     # by a fresh one, so a slow leak in a native library cannot creep for hours; 0 turns it off.
@@ -325,7 +326,7 @@ class Settings(BaseSettings):
         rendering ahead or storing beside them (the engine queues any beyond its slots)."""
         ahead = self.worker.render_ahead_groups
         if ahead is None:
-            ahead = max(1, self.max_concurrency // 4)
+            ahead = max(1, self.max_concurrency // 2)
         return self.max_concurrency + ahead
 
     @property

