@@ -30,7 +30,7 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -169,6 +169,35 @@ def stage_totals() -> dict:  # type: ignore[type-arg]
     return finished[-1].get("stage_totals", {}) if finished else {}
 
 
+def steady_state(finished: list[dict]) -> dict:  # type: ignore[type-arg]
+    """The decode loop from a quarter to three quarters of the way through a run's finished
+    groups, from the stage totals each ``page_group.finished`` line carries. The run's start
+    (the first groups upload, claim and render before anything decodes) and its tail (the last
+    documents' final groups, fewer than the slots) are left out, so that a wait for the CPU
+    side in steady running shows apart from them."""
+    if len(finished) < 20:
+        return {}
+    first, last = finished[len(finished) // 4], finished[len(finished) * 3 // 4]
+    seconds = (_when(last["timestamp"]) - _when(first["timestamp"])).total_seconds()
+    grown = {
+        k: last["stage_totals"].get(k, 0.0) - first["stage_totals"].get(k, 0.0)
+        for k in ("idle", "steps", "step_rows")
+    }
+    return {
+        "seconds": round(seconds, 1),
+        "gpu_idle_fraction": round(grown["idle"] / seconds, 3) if seconds else None,
+        "sequences_per_step": round(grown["step_rows"] / grown["steps"], 1)
+        if grown["steps"]
+        else None,
+    }
+
+
+def _when(text: str) -> datetime:
+    """An ISO time, in UTC when it names no zone (the API's and the log's may differ)."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def gpu_worker_process() -> psutil.Process:
     for process in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(process.info["cmdline"] or [])
@@ -265,15 +294,10 @@ def service(  # type: ignore[type-arg]
     wait_all(client, warm, 600)
     worker = gpu_worker_process()
     memory: list[dict] = []  # type: ignore[type-arg]
+    idle_before = _worker_rss(worker)  # nothing in flight: the warm-up is done
 
     def sample(status: dict) -> None:  # type: ignore[type-arg]
-        # the worker with its children: the render processes and, with engine_process, the model
-        own = _rss(worker)
-        memory.append({
-            "job": status["id"],
-            "rss_bytes": own + sum(_rss(c) for c in worker.children(recursive=True)),
-            "rss_worker_bytes": own,
-        })
+        memory.append({"job": status["id"], **_worker_rss(worker)})
 
     engine = engine_child(worker) if engine_process else None
     before, clock_started = stage_totals(), time.monotonic()
@@ -283,11 +307,15 @@ def service(  # type: ignore[type-arg]
     after, cpu_after = stage_totals(), cpu_snapshot(worker, engine)
     polled = time.monotonic() - clock_started
     assert all(s["status"] == "succeeded" for s in statuses), [s["status"] for s in statuses]
-    started = min(datetime.fromisoformat(s["created_at"]) for s in statuses)
-    ended = max(datetime.fromisoformat(s["finished_at"]) for s in statuses)
+    started = min(_when(s["created_at"]) for s in statuses)
+    ended = max(_when(s["finished_at"]) for s in statuses)
     pages = sum(s["pages_total"] for s in statuses)
     result = _rates(pages, (ended - started).total_seconds(), before, after)
     result["cpu"] = cpu_use(cpu_before, cpu_after, polled, pages)
+    log = [e for e in worker_log() if e.get("event") == "page_group.finished"]
+    result["steady"] = steady_state(
+        [e for e in log if started <= _when(e["timestamp"]) <= ended]
+    )
     reserved = {
         e["job_id"]: e["gpu_reserved_bytes"]
         for e in worker_log()
@@ -300,7 +328,27 @@ def service(  # type: ignore[type-arg]
         key: _growth([row[key] for row in memory if row.get(key)])
         for key in ("rss_bytes", "gpu_reserved_bytes")
     }
+    # The samples above come while other documents are in flight, so they rise and fall with
+    # the groups held (+-3% on the H200). With nothing in flight, before and after the run,
+    # what is left is what the worker kept.
+    time.sleep(5)  # the last group's threads return their pages
+    idle_after = _worker_rss(worker)
+    result["memory_idle"] = {
+        "before": idle_before,
+        "after": idle_after,
+        "growth": {k: round(idle_after[k] / idle_before[k] - 1, 4) for k in idle_before},
+    }
     return result
+
+
+def _worker_rss(worker: psutil.Process) -> dict[str, int]:
+    """The worker with its children (the render processes and, with engine_process, the model),
+    and the worker's own process."""
+    own = _rss(worker)
+    return {
+        "rss_bytes": own + sum(_rss(c) for c in worker.children(recursive=True)),
+        "rss_worker_bytes": own,
+    }
 
 
 def _growth(samples: list[int]) -> float | None:
@@ -488,8 +536,8 @@ def main() -> None:
 
 def print_table(report: dict) -> None:  # type: ignore[type-arg]
     print("\n| per GPU | bare pages/s | service pages/s | service/bare | bare tok/s | "
-          "service tok/s | GPU idle (service) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+          "service tok/s | GPU idle (service) | in steady running |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     bare = report.get("bare", {})
     for key in sorted(k for k in report if k.startswith("service")):
         service = report[key]
@@ -499,7 +547,7 @@ def print_table(report: dict) -> None:  # type: ignore[type-arg]
             print(
                 f"| {c} groups ({key}) | {b.get('pages_per_s', '-')} | {s['pages_per_s']} | "
                 f"{ratio} | {b.get('tokens_per_s', '-')} | {s['tokens_per_s']} | "
-                f"{s['gpu_idle_fraction']} |"
+                f"{s['gpu_idle_fraction']} | {s.get('steady', {}).get('gpu_idle_fraction', '-')} |"
             )
     for side in ["bare", *sorted(k for k in report if k.startswith("service"))]:
         for c, r in report.get(side, {}).items():

@@ -158,9 +158,10 @@ class WorkerSettings(_Section):
     pool: Literal["prefork", "threads"] = "prefork"
     # A GPU worker takes this many page groups beyond max_concurrency, so that they render and
     # store while max_concurrency others decode (Settings.gpu_worker_threads); unset: half of
-    # max_concurrency. On the H200 at 16 groups of short pages (64 tokens) each group spent
-    # ~1.4 s rendering, in the tower and storing against ~1.9 s decoding (bench/RESULTS.md):
-    # with a quarter beyond, 10.8 of the 16 slots decoded on average.
+    # max_concurrency, at most 32. On the H200 at 16 groups of short pages (64 tokens) each
+    # group spent ~1.4 s rendering, in the tower and storing against ~1.9 s decoding: with 4
+    # beyond, 11.4 of the 16 slots decoded a step, with 8 all 16 in steady running; at 128
+    # groups 32 beyond kept all 128 slots decoding (bench/RESULTS.md).
     render_ahead_groups: int | None = Field(None, ge=0)
     # A prefork child (CPU engine) whose resident memory is above this after a task is replaced
     # by a fresh one, so a slow leak in a native library cannot creep for hours; 0 turns it off.
@@ -326,7 +327,7 @@ class Settings(BaseSettings):
         rendering ahead or storing beside them (the engine queues any beyond its slots)."""
         ahead = self.worker.render_ahead_groups
         if ahead is None:
-            ahead = max(1, self.max_concurrency // 2)
+            ahead = min(max(1, self.max_concurrency // 2), 32)
         return self.max_concurrency + ahead
 
     @property

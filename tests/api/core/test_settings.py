@@ -131,9 +131,11 @@ def test_an_unknown_key_in_the_config_file_is_named(
 
 def test_a_gpu_worker_takes_groups_beyond_its_decode_slots_to_render_ahead() -> None:
     """`uocr worker --gpus` starts this many task threads a card: max_concurrency groups in the
-    engine and half as many more rendering or storing, unless the operator says how many."""
+    engine and half as many more rendering or storing (at most 32: at 128 groups on the H200
+    32 kept every slot decoding), unless the operator says how many."""
     assert load_settings().gpu_worker_threads == 16 + 8
-    assert load_settings(max_concurrency=128).gpu_worker_threads == 128 + 64
+    assert load_settings(max_concurrency=64).gpu_worker_threads == 64 + 32
+    assert load_settings(max_concurrency=128).gpu_worker_threads == 128 + 32
     assert load_settings(max_concurrency=2).gpu_worker_threads == 2 + 1
     assert load_settings(worker={"render_ahead_groups": 0}).gpu_worker_threads == 16
     with pytest.raises(SettingsError, match="render_ahead_groups"):
