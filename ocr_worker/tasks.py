@@ -32,6 +32,7 @@ from ocr_api.jobs import admission_service
 from ocr_api.webhooks.sender import attempt_delivery
 from ocr_worker import metrics_server
 from ocr_worker.broker_queues import RedisWaitingTasks
+from ocr_worker.heap import return_freed_buffers
 from ocr_worker.orphans import sweep_orphan_objects
 from ocr_worker.reconciler import Reconciler
 from ocr_worker.recovery import recover_stale_groups
@@ -110,12 +111,14 @@ def _close_runtime(**_: Any) -> None:
 @signals.worker_process_init.connect
 def _load_in_child(**_: Any) -> None:
     if settings.worker.pool == "prefork":
+        return_freed_buffers()
         _preload()
 
 
 @signals.worker_ready.connect
 def _load_in_threads_worker(**_: Any) -> None:
     if settings.worker.pool == "threads":  # no fork: the worker's own process runs the tasks
+        return_freed_buffers()  # before its threads hold pages: no arena keeps their peak
         _preload()
 
 

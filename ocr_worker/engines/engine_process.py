@@ -33,6 +33,7 @@ import structlog
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.settings import Settings
 from ocr_worker.engines.base import OcrEngine, PageGroupInput
+from ocr_worker.heap import return_freed_buffers
 from ocr_worker.stage_clock import clock
 
 log = structlog.get_logger(__name__)
@@ -144,6 +145,7 @@ def _serve(
     from ocr_api.core.logging import configure_logging
 
     configure_logging(settings.log_level)
+    return_freed_buffers()  # every group's pages arrive as one pickle of ~20 MB
     try:
         engine = build(settings)
         group = settings.page_group_size + settings.page_group_overlap
