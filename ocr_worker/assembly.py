@@ -11,6 +11,7 @@ import structlog
 
 from ocr_api.core import object_keys
 from ocr_api.core.contracts import PageResult
+from ocr_api.core.job_lifecycle import GROUP_FINISHED
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
 from ocr_worker.hocr import build_hocr
@@ -46,7 +47,7 @@ def write_progress(store: ObjectStore, job: Job) -> None:
         "pages_done": job.pages_done,
         "pages_failed": job.pages_failed,
         "groups_total": len(job.groups),
-        "groups_done": sum(g.status in ("done", "failed") for g in job.groups),
+        "groups_done": sum(g.status in GROUP_FINISHED for g in job.groups),
         "pages": [{"page": p.page_no, "status": p.status} for p in job.pages],
     }
     store.put(object_keys.progress_key(job.id), json.dumps(progress).encode(), "application/json")

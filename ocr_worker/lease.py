@@ -18,10 +18,10 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_api.core.db import transaction, utcnow
+from ocr_api.core.job_lifecycle import GROUP_SETTLED
 from ocr_api.core.models import Page, PageGroup
 
 log = structlog.get_logger(__name__)
-SETTLED = ("done", "failed", "canceled")  # a group's statuses once no task runs it any more
 
 
 def new_lease_token(worker_id: str) -> str:
@@ -78,7 +78,7 @@ class LeaseKeeper:
         (its task recorded it just before stopping this keeper, a race seen at 128 groups)."""
         with self.sessions() as session:
             status = session.scalar(select(PageGroup.status).where(PageGroup.id == self.group_id))
-        return status not in SETTLED
+        return status not in GROUP_SETTLED
 
 
 def release_claim(sessions: sessionmaker[Session], *, group_id: int, owner: str) -> bool:

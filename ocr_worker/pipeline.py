@@ -155,7 +155,7 @@ class PageGroupPipeline:
                 return "finished"  # a late redelivery: the job ended meanwhile
             if job.cancel_requested:
                 return "canceled"
-            if group.status in ("done", "failed"):
+            if group.status in job_lifecycle.GROUP_FINISHED:
                 return "done"
             if (job.model_version or DEFAULT_MODEL_VERSION) != self.model_version:
                 # A message on the wrong queue (a worker started with other queues by hand):
@@ -318,7 +318,7 @@ class PageGroupPipeline:
                 return
             following = _lock_group(session, job_id, group_index + 1)
             groups = _groups_by_status(session, job_id)
-            if groups.keys() <= {"done", "failed"}:
+            if groups.keys() <= job_lifecycle.GROUP_FINISHED:
                 # Every page is settled: the job ends with its outcome, even if a cancel came
                 # in while its last group ran (there was nothing left to stop).
                 complete = True

@@ -43,8 +43,6 @@ from ocr_worker.broker_queues import WaitingTasks
 
 log = structlog.get_logger(__name__)
 
-SETTLED = frozenset({"done", "failed", "canceled"})
-
 
 @dataclass
 class Reconciler:
@@ -144,7 +142,7 @@ class Reconciler:
         previous = groups[group.group_index - 1] if group.group_index > 0 else None
         parallel = self.parallel_by_engine.get(job.engine, self.parallel_groups)
         in_order = not parallel and previous is not None
-        if in_order and previous is not None and previous.status not in SETTLED:
+        if in_order and previous is not None and previous.status not in job_lifecycle.GROUP_SETTLED:
             return False  # its predecessor queues it when it finishes
         if group.enqueued_at is None:  # due since the job was created or its predecessor ended
             due_since = (previous.finished_at if in_order and previous else None) or job.created_at
@@ -166,7 +164,7 @@ class Reconciler:
 
 def _stalled_last_group(groups: list[PageGroup], cutoff: datetime) -> PageGroup | None:
     """Every group settled a while ago but the job is unfinished: the last one settled."""
-    if not groups or any(g.status not in SETTLED for g in groups):
+    if not groups or any(g.status not in job_lifecycle.GROUP_SETTLED for g in groups):
         return None
     last = max(groups, key=lambda g: g.finished_at or cutoff)
     return last if (last.finished_at or cutoff) <= cutoff else None

@@ -14,6 +14,10 @@ QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELED = (
 )
 TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELED})
 UNFINISHED = frozenset({QUEUED, RUNNING})
+# A page group's statuses (pending, running, then these): finished once its pages are written,
+# each with its own outcome; settled once no task will run it any more.
+GROUP_FINISHED = frozenset({"done", "failed"})
+GROUP_SETTLED = GROUP_FINISHED | {"canceled"}
 
 _ALLOWED: dict[str, frozenset[str]] = {
     QUEUED: frozenset({RUNNING, CANCELED, FAILED}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ocr_api.core.job_lifecycle import TERMINAL
+from ocr_api.core.job_lifecycle import GROUP_FINISHED, TERMINAL
 from ocr_api.core.models import Job
 from ocr_api.core.settings import Settings
 from ocr_api.core.urls import job_url
@@ -58,7 +58,7 @@ def public(job: Job, settings: Settings) -> JobPublic:
         engine=job.engine,
         model_version=job.model_version,
         groups_total=len(job.groups),
-        groups_done=sum(g.status in ("done", "failed") for g in job.groups),
+        groups_done=sum(g.status in GROUP_FINISHED for g in job.groups),
         cancel_requested=job.cancel_requested,
         error=job.error,
         started_at=job.started_at,
