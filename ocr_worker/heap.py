@@ -7,6 +7,11 @@ heap of whichever arena the thread uses, and a GPU worker's dozens of task threa
 an arena's high-water mark: resident memory that climbs with the threads and is never given
 back (`python -m bench.heap_bench`). Pinning the threshold keeps it where it is: big buffers
 are mapped and unmapped, small ones stay in the arenas.
+
+Only processes of many threads pin it: a GPU worker's (its task threads) and its engine's
+(a thread per group). A prefork child or a render process runs one thing at a time in one
+arena, whose peak is one task's; it keeps the faster reuse (the CPU worker's memory is flat
+over 60 documents, bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from ocr_api.core.logging import configure_logging
 from ocr_api.core.mupdf_messages import keep_mupdf_quiet, log_mupdf_messages
 from ocr_api.core.settings import S3Settings
 from ocr_api.core.storage import ObjectStore, make_object_store
-from ocr_worker.heap import return_freed_buffers
 
 T = TypeVar("T")
 
@@ -273,7 +272,6 @@ class _Renderer:
 
 def _start_renderer(s3: S3Settings, dpi: int, max_side: int) -> None:
     configure_logging("info")  # a spawned process: its lines must be JSON like its parent's
-    return_freed_buffers()  # each drawn page is megabytes, sent back and freed
     watch = threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True)
     watch.start()
     _Renderer.current = PageRasterizer(make_object_store(s3), dpi=dpi, max_side=max_side)

@@ -111,7 +111,6 @@ def _close_runtime(**_: Any) -> None:
 @signals.worker_process_init.connect
 def _load_in_child(**_: Any) -> None:
     if settings.worker.pool == "prefork":
-        return_freed_buffers()
         _preload()
 
 
