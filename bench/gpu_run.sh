@@ -23,7 +23,7 @@ python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BA
 # after each document past the in-flight set, as issue 13 asks). BACKLOG: documents per group
 # slot, bare and service alike (2: a backlog, so the service's slots can all be held).
 # AHEAD: render_ahead_groups to run first at SERVICE_EP's concurrencies, beside the default.
-for ahead in ${AHEAD:-}; do
+[ -n "${SERVICE_EP-16 128}" ] && for ahead in ${AHEAD:-}; do
   python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${SERVICE_EP-16 128} \
     --sides service --engine-process --render-ahead "$ahead" --documents ${SERVICE_DOCS:-64} \
     --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}

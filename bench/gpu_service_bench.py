@@ -294,7 +294,8 @@ def service(  # type: ignore[type-arg]
     wait_all(client, warm, 600)
     worker = gpu_worker_process()
     memory: list[dict] = []  # type: ignore[type-arg]
-    idle_before = _worker_rss(worker)  # nothing in flight: the warm-up is done
+    time.sleep(5)  # the warm-up's last threads return their pages
+    idle_before = _worker_rss(worker)  # nothing in flight
 
     def sample(status: dict) -> None:  # type: ignore[type-arg]
         memory.append({"job": status["id"], **_worker_rss(worker)})
@@ -329,14 +330,18 @@ def service(  # type: ignore[type-arg]
         for key in ("rss_bytes", "gpu_reserved_bytes")
     }
     # The samples above come while other documents are in flight, so they rise and fall with
-    # the groups held (+-3% on the H200). With nothing in flight, before and after the run,
-    # what is left is what the worker kept.
+    # the groups held (+-3% on the H200). With nothing in flight, after the warm-up (at most 16
+    # documents) and after the run, what is left is what the worker kept: a leak, or memory
+    # its allocator holds from the run's larger working set.
     time.sleep(5)  # the last group's threads return their pages
     idle_after = _worker_rss(worker)
     result["memory_idle"] = {
         "before": idle_before,
         "after": idle_after,
-        "growth": {k: round(idle_after[k] / idle_before[k] - 1, 4) for k in idle_before},
+        "growth": {
+            k: round(idle_after[k] / idle_before[k] - 1, 4) if idle_before[k] else None
+            for k in idle_before
+        },
     }
     return result
 

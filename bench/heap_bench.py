@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -70,7 +71,10 @@ def side(threads: int, rounds: int, groups: int, pinned: bool) -> dict[str, obje
         f"print(json.dumps(run({threads}, {rounds}, {groups}, {pinned})))"
     )
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    root = Path(__file__).resolve().parent.parent  # so that the child imports this bench
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    if out.returncode != 0:
+        raise RuntimeError(f"the {'pinned' if pinned else 'default'} side failed:\n{out.stderr}")
     result: dict[str, object] = json.loads(out.stdout.splitlines()[-1])
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result

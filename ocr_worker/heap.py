@@ -17,7 +17,6 @@ over 60 documents, bench/RESULTS.md).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 MMAP_THRESHOLD_BYTES = 1 << 20  # a page buffer is larger; parsed JSON and small copies are not
@@ -27,7 +26,7 @@ def return_freed_buffers() -> bool:
     """Pin this process's mmap threshold. False where the C library is not glibc (it has no
     such parameter: musl maps big buffers and unmaps them anyway)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        loaded = ctypes.CDLL(None)  # the C library this process runs on, whichever it is
+        return bool(loaded.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
     except (OSError, AttributeError):
         return False

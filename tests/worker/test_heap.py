@@ -5,9 +5,14 @@ threads hold 8 rendered pages and their pickle (~40 MB each at once), then let t
 
 from __future__ import annotations
 
+import platform
+
+import pytest
+
 from bench.heap_bench import side
 
 
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the threshold is glibc's")
 def test_pages_freed_by_many_threads_leave_the_process() -> None:
     pinned = side(threads=8, rounds=3, groups=3, pinned=True)
     default = side(threads=8, rounds=3, groups=3, pinned=False)
