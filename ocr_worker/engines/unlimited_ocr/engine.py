@@ -352,9 +352,10 @@ def _dtype(name: str, device: torch.device) -> torch.dtype:
 
 
 def _loop_stream(device: torch.device) -> Callable[[], AbstractContextManager[Any]]:
-    """The decode loop's steps on a stream of the highest priority: the GPU's block scheduler
-    then starts a step's kernels before the waiting blocks of a vision call (a batched call
-    is ~150 ms of large GEMMs), so the groups already decoding are not held behind it."""
+    """The decode loop's steps on a stream of higher priority than the tower's: the GPU's block
+    scheduler then starts a step's kernels before the waiting blocks of a vision call (a
+    batched call is ~150 ms of large GEMMs), so the groups already decoding are not held
+    behind it."""
     if device.type != "cuda":
         return nullcontext
     stream = torch.cuda.Stream(device, priority=-1)  # -1: high; the tower's stream keeps 0
