@@ -4,7 +4,8 @@ side by side, each replayed from a CUDA graph as the step runs it.
 
     python3 -m bench.mlp_bench [--tokens 1 16 128]
 
-Prints µs per call and ours/transformers ratios for the MoE layer and the dense first layer,
+Prints µs per call and ours/transformers ratios for the MoE layer and the dense first layer
+(for the MoE also ``ours_separate``: the shared experts in launches of their own, as first built),
 and the bytes of weights each call must read at the card's bandwidth (the floor)."""
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ def main() -> None:
                 for variant, tiles in VARIANTS.items():
                     ours.tiles = tiles
                     row[f"ours_{variant}_us"] = graphed_us(functools.partial(ours, h))
+                ours.tiles = None
+                if hasattr(ours, "merged"):  # the shared experts in launches of their own
+                    ours.merged = False
+                    row["ours_separate_us"] = graphed_us(functools.partial(ours, h))
+                    ours.merged = True
             row["floor_us"] = weight_bytes(mlp, tokens, h) / BANDWIDTH * 1e6
             results[f"{name}_{tokens}"] = row
             best = min((v, k) for k, v in row.items() if k.startswith("ours_"))

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
+from ocr_worker.engines.unlimited_ocr import triton_kernels
 
 
 def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -54,12 +55,43 @@ class _MoeMlp:
         self.gate_up, self.down = experts.gate_up_proj, experts.down_proj
         self.shared_gate_up, self.shared_down = _stacked(moe.shared_experts)
         self.tiles: kernels.Tiles | None = None  # None: by the token count
+        # The shared experts in the routed ones' launches, and the sum, the residual add and
+        # the next norm in one kernel: 5 launches a layer. False: 8, as first built (benches).
+        self.merged = True
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
+        return kernels.combine(*self._experts(h), self.top_k)
+
+    def add_and_norm(self, x: torch.Tensor, h: torch.Tensor, norm: Any) -> tuple[Any, Any]:
+        """(x + self(h), norm(x + self(h))): the sum of the experts, the residual add and the
+        next RMSNorm in one kernel."""
+        if not self.merged:
+            return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
+        routed, shared = self._experts(h)
+        return kernels.combine_add_rms_norm(
+            routed, shared, self.top_k, x, norm.weight, norm.variance_epsilon
+        )
+
+    def _experts(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
-        routed = kernels.expert_mlp(h, self.gate_up, self.down, ids, weights, self.tiles)
-        shared = kernels.expert_mlp(h, self.shared_gate_up, self.shared_down, tiles=self.tiles)
-        return kernels.combine(routed, shared, self.top_k)
+        routed = (self.gate_up, self.down, ids, weights)
+        shared = (self.shared_gate_up, self.shared_down)
+        if self.merged:
+            return kernels.moe_experts(h, routed, shared, self.tiles)
+        return (
+            kernels.expert_mlp(h, *routed, tiles=self.tiles),
+            kernels.expert_mlp(h, *shared, tiles=self.tiles),
+        )
+
+
+def mlp_add_and_norm(
+    mlp: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, h: torch.Tensor, norm: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A decoder layer's MLP on h, added to the residual stream x, then ``norm`` (the next
+    RMSNorm): (x + mlp(h), norm(x + mlp(h)))."""
+    if isinstance(mlp, _MoeMlp):
+        return mlp.add_and_norm(x, h, norm)
+    return triton_kernels.add_rms_norm(x, mlp(h), norm.weight, norm.variance_epsilon)
 
 
 def _stacked(mlp: Any) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
-from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
 from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart
 
 
@@ -21,7 +21,8 @@ class FusedStep:
         # q, k and v in one projection: one GEMM per layer instead of three.
         self.qkv_weight = [_fused(layer, "weight") for layer in layers]
         self.qkv_bias = [_fused(layer, "bias") if _has_bias(layer) else None for layer in layers]
-        # The MoE layers (routing, experts, shared experts) in six launches instead of ~25.
+        # The MoE layers (routing, experts, shared experts, the next norm) in five launches
+        # instead of ~25.
         self.mlps = [fused_mlp(layer.mlp) for layer in layers]
 
     @torch.no_grad()
@@ -46,10 +47,7 @@ class FusedStep:
             x, h = kernels.add_rms_norm(
                 x, layer.self_attn.o_proj(attn.flatten(1)), post.weight, post.variance_epsilon
             )
-            following = self._norm_after(index)
-            x, h = kernels.add_rms_norm(
-                x, self.mlps[index](h), following.weight, following.variance_epsilon
-            )
+            x, h = mlp_add_and_norm(self.mlps[index], x, h, self._norm_after(index))
         return self.lm_head(h).float()  # h is the final norm's output
 
     @torch.no_grad()

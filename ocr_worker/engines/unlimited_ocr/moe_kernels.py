@@ -1,7 +1,9 @@
 """The decoder's MoE layers for the decode step in five Triton kernels (GPU, or Triton's
-interpreter in tests): routing logits, softmax and top-k, the experts' gate/up projections with
-SiLU, their down projections (the last two run again for the shared experts), and the weighted
-sum with the shared experts.
+interpreter in tests): routing logits, softmax and top-k, the gate/up projections with SiLU,
+the down projections, and the weighted sum with the shared experts, which also adds the layer's
+output to the residual stream and applies the next RMSNorm. The routed experts and the shared
+ones share the two projection launches: one token's six experts and the shared pair run side
+by side instead of one launch after the other.
 
 The step profile (bench/RESULTS.md) found transformers' MoE at ~25 kernels per layer for one
 token: an fp32 router GEMM, softmax, top-k, a sort, a histogram, gathers, two grouped GEMMs,
@@ -130,32 +132,24 @@ def _my_rows(
 
 
 @triton.jit
-def _gate_up(
+def _gate_up_tile(
     h_ptr,
-    ids_ptr,
-    w_ptr,
+    weights,
     act_ptr,
-    tokens,
+    pair,
+    token,
+    present,
+    tile,
     HIDDEN: tl.constexpr,
     INTER: tl.constexpr,
-    TOP_K: tl.constexpr,
-    PAIRS_POW2: tl.constexpr,
-    ROUTED: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """act[pair, n] = SiLU(h·Wg[e]ᵀ)·(h·Wu[e]ᵀ) for a tile of the expert's intermediate columns."""
-    expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    pair, token, present, count = _my_rows(
-        ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, ROUTED, ROWS
-    )
-    if block * ROWS >= count:  # nothing routed here: this expert's weights are never read
-        return
+    """act[pair, n] = SiLU(h·Wgᵀ)·(h·Wuᵀ) for one tile of an MLP's intermediate columns."""
     dtype = act_ptr.dtype.element_ty
     n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
-    weights = w_ptr + expert.to(tl.int64) * (2 * INTER * HIDDEN)
     gate = tl.zeros((ROWS, BLOCK_N), tl.float32)
     up = tl.zeros((ROWS, BLOCK_N), tl.float32)
     for start in range(0, HIDDEN, BLOCK_K):
@@ -172,58 +166,186 @@ def _gate_up(
 
 
 @triton.jit
-def _down(
-    act_ptr,
+def _gate_up(
+    h_ptr,
     ids_ptr,
-    topk_weights_ptr,
     w_ptr,
-    out_ptr,
+    act_ptr,
+    shared_w_ptr,
+    shared_act_ptr,
     tokens,
+    EXPERTS: tl.constexpr,
     HIDDEN: tl.constexpr,
     INTER: tl.constexpr,
+    SHARED_INTER: tl.constexpr,
     TOP_K: tl.constexpr,
     PAIRS_POW2: tl.constexpr,
-    ROUTED: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    SHARED_BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Programs 0..EXPERTS-1 of axis 0: the routed experts, each over the pairs routed to it;
+    program EXPERTS (when launched): the unrouted MLP (shared experts, dense MLP) over every
+    token. Both kinds in one launch: the shared experts run beside the routed ones."""
+    expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    if expert == EXPERTS:
+        pair, token, present, count = _my_rows(
+            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
+        )
+        if block * ROWS < count and tile < SHARED_INTER // SHARED_BLOCK_N:
+            _gate_up_tile(
+                h_ptr,
+                shared_w_ptr,
+                shared_act_ptr,
+                pair,
+                token,
+                present,
+                tile,
+                HIDDEN,
+                SHARED_INTER,
+                ROWS,
+                SHARED_BLOCK_N,
+                BLOCK_K,
+                PRECISION,
+            )
+    else:
+        pair, token, present, count = _my_rows(
+            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
+        )
+        # Nothing routed here: this expert's weights are never read.
+        if block * ROWS < count and tile < INTER // BLOCK_N:
+            weights = w_ptr + expert.to(tl.int64) * (2 * INTER * HIDDEN)
+            _gate_up_tile(
+                h_ptr,
+                weights,
+                act_ptr,
+                pair,
+                token,
+                present,
+                tile,
+                HIDDEN,
+                INTER,
+                ROWS,
+                BLOCK_N,
+                BLOCK_K,
+                PRECISION,
+            )
+
+
+@triton.jit
+def _down_tile(
+    act_ptr,
+    weights,
+    pair,
+    present,
+    tile,
+    HIDDEN: tl.constexpr,
+    INTER: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """out[pair] = act[pair]·Wd[e]ᵀ, rounded, then (routed) times the pair's weight in fp32."""
-    expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    pair, token, present, count = _my_rows(
-        ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, ROUTED, ROWS
-    )
-    if block * ROWS >= count:
-        return
-    dtype = act_ptr.dtype.element_ty
+    """act[pair]·Wdᵀ for one tile of the hidden columns, rounded to the model's dtype."""
     n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
-    weights = w_ptr + expert.to(tl.int64) * (HIDDEN * INTER)
     acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
     for start in range(0, INTER, BLOCK_K):
         k = start + tl.arange(0, BLOCK_K)
         a = tl.load(act_ptr + pair[:, None] * INTER + k[None, :], mask=present[:, None], other=0.0)
         w = tl.load(weights + n[:, None] * INTER + k[None, :])
         acc = tl.dot(a, tl.trans(w), acc, input_precision=PRECISION)
-    y = acc.to(dtype)
-    if ROUTED:
-        weight = tl.load(topk_weights_ptr + pair, mask=present, other=0.0)
-        out = y.to(tl.float32) * weight[:, None]
-        tl.store(out_ptr + pair[:, None] * HIDDEN + n[None, :], out, mask=present[:, None])
+    return acc.to(act_ptr.dtype.element_ty), n
+
+
+@triton.jit
+def _down(
+    act_ptr,
+    ids_ptr,
+    topk_weights_ptr,
+    w_ptr,
+    out_ptr,
+    shared_act_ptr,
+    shared_w_ptr,
+    shared_out_ptr,
+    tokens,
+    EXPERTS: tl.constexpr,
+    HIDDEN: tl.constexpr,
+    INTER: tl.constexpr,
+    SHARED_INTER: tl.constexpr,
+    TOP_K: tl.constexpr,
+    PAIRS_POW2: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SHARED_BLOCK_K: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """Routed: out[pair] = round(act[pair]·Wd[e]ᵀ) times the pair's weight, in fp32.
+    Unrouted (program EXPERTS): shared_out[token] = round(act[token]·Wdᵀ)."""
+    expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    if expert == EXPERTS:
+        pair, token, present, count = _my_rows(
+            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
+        )
+        if block * ROWS < count:
+            y, n = _down_tile(
+                shared_act_ptr,
+                shared_w_ptr,
+                pair,
+                present,
+                tile,
+                HIDDEN,
+                SHARED_INTER,
+                ROWS,
+                BLOCK_N,
+                SHARED_BLOCK_K,
+                PRECISION,
+            )
+            target = shared_out_ptr + token[:, None] * HIDDEN + n[None, :]
+            tl.store(target, y, mask=present[:, None])
     else:
-        tl.store(out_ptr + token[:, None] * HIDDEN + n[None, :], y, mask=present[:, None])
+        pair, token, present, count = _my_rows(
+            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
+        )
+        if block * ROWS < count:
+            weights = w_ptr + expert.to(tl.int64) * (HIDDEN * INTER)
+            y, n = _down_tile(
+                act_ptr,
+                weights,
+                pair,
+                present,
+                tile,
+                HIDDEN,
+                INTER,
+                ROWS,
+                BLOCK_N,
+                BLOCK_K,
+                PRECISION,
+            )
+            weight = tl.load(topk_weights_ptr + pair, mask=present, other=0.0)
+            out = y.to(tl.float32) * weight[:, None]
+            tl.store(out_ptr + pair[:, None] * HIDDEN + n[None, :], out, mask=present[:, None])
 
 
 @triton.jit
 def _combine(
     routed_ptr,
     shared_ptr,
+    x_ptr,
+    norm_weight_ptr,
+    summed_ptr,
     out_ptr,
+    eps,
     HIDDEN: tl.constexpr,
     TOP_K: tl.constexpr,
     BLOCK: tl.constexpr,
+    ADD_NORM: tl.constexpr,
 ):
-    """out[t] = round(Σ_k routed[t, k]) + shared[t], as transformers sums and adds them."""
+    """The layer's output, round(Σ_k routed[t, k]) + shared[t], as transformers sums and adds
+    them. ADD_NORM: then the residual add and the next RMSNorm, as triton_kernels.add_rms_norm
+    rounds them, so the output never makes a round trip through memory."""
     n = tl.program_id(0)
     columns = tl.arange(0, BLOCK)
     inside = columns < HIDDEN
@@ -234,8 +356,17 @@ def _combine(
             routed_ptr + (n * TOP_K + choice) * HIDDEN + columns, mask=inside, other=0.0
         )
     shared = tl.load(shared_ptr + n * HIDDEN + columns, mask=inside, other=0.0).to(tl.float32)
-    out = (total.to(dtype).to(tl.float32) + shared).to(dtype)
-    tl.store(out_ptr + n * HIDDEN + columns, out, mask=inside)
+    delta = (total.to(dtype).to(tl.float32) + shared).to(dtype)
+    if ADD_NORM:
+        x = tl.load(x_ptr + n * HIDDEN + columns, mask=inside, other=0.0).to(tl.float32)
+        x = (x + delta.to(tl.float32)).to(dtype).to(tl.float32)
+        tl.store(summed_ptr + n * HIDDEN + columns, x.to(dtype), mask=inside)
+        variance = tl.sum(x * x, axis=0) / HIDDEN
+        normed = (x * tl.rsqrt(variance + eps)).to(dtype).to(tl.float32)
+        weight = tl.load(norm_weight_ptr + columns, mask=inside, other=0.0).to(tl.float32)
+        tl.store(out_ptr + n * HIDDEN + columns, (normed * weight).to(dtype), mask=inside)
+    else:
+        tl.store(out_ptr + n * HIDDEN + columns, delta, mask=inside)
 
 
 def route(
@@ -282,61 +413,146 @@ def expert_mlp(
     down (E, hidden, I). Routed (ids, weights: (N, top_k)): each token through its chosen
     experts, returned per pair in fp32, (N·top_k, hidden), weighted. Unrouted: every token
     through the one MLP (E = 1), returned (N, hidden) in h's dtype."""
+    if ids is None:
+        return _launch(h, tiles, unrouted=(gate_up, down))[1]
+    assert weights is not None
+    return _launch(h, tiles, routed=(gate_up, down, ids, weights))[0]
+
+
+def moe_experts(
+    h: torch.Tensor,
+    routed: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    shared: tuple[torch.Tensor, torch.Tensor],
+    tiles: Tiles | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The routed experts (gate_up, down, ids, weights, as ``expert_mlp``) and the shared ones
+    (gate_up, down) in the same two launches: (N·top_k, hidden) fp32 pairs, (N, hidden)."""
+    routed_out, shared_out = _launch(h, tiles, routed=routed, unrouted=shared)
+    return routed_out, shared_out
+
+
+def _launch(
+    h: torch.Tensor,
+    tiles: Tiles | None,
+    routed: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    unrouted: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both expert kernels over the routed experts (axis 0's first programs) and the unrouted
+    MLP (its last), either of them absent; what is absent comes back as ``h``."""
     count, hidden = h.shape
-    experts, inter = down.shape[0], down.shape[2]
-    routed = ids is not None
-    top_k = ids.shape[1] if ids is not None else 1
-    pairs = count * top_k
-    act = torch.empty(pairs, inter, device=h.device, dtype=h.dtype)
-    out = torch.empty(pairs, hidden, device=h.device, dtype=torch.float32 if routed else h.dtype)
-    ids_arg = ids if ids is not None else act  # unread when unrouted
+    x = h.contiguous()
+    experts, inter, top_k = 0, 0, 1
+    gate_up = down = ids = weights = act = out = x  # placeholders the kernels never touch
+    if routed is not None:
+        gate_up, down, ids, weights = routed
+        experts, inter, top_k = down.shape[0], down.shape[2], ids.shape[1]
+        act = torch.empty(count * top_k, inter, device=h.device, dtype=h.dtype)
+        out = torch.empty(count * top_k, hidden, device=h.device, dtype=torch.float32)
+    shared_gate_up = shared_down = shared_act = shared_out = x
+    shared_inter = inter
+    if unrouted is not None:
+        shared_gate_up, shared_down = unrouted
+        shared_inter = shared_down.shape[2]
+        shared_act = torch.empty(count, shared_inter, device=h.device, dtype=h.dtype)
+        shared_out = torch.empty(count, hidden, device=h.device, dtype=h.dtype)
+    inter = inter or shared_inter
     rows = rows_per_program(count)
     common = dict(
+        EXPERTS=experts,
         HIDDEN=hidden,
         INTER=inter,
+        SHARED_INTER=shared_inter,
         TOP_K=top_k,
-        PAIRS_POW2=triton.next_power_of_2(pairs),
-        ROUTED=routed,
+        PAIRS_POW2=triton.next_power_of_2(count * top_k),
         ROWS=rows,
         PRECISION="ieee" if h.dtype == torch.float32 else "tf32",
     )
+    programs = experts + (unrouted is not None)
     blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
-    x = h.contiguous()
     tiles = tiles or tiles_for(count)
     launch = dict(num_warps=tiles.warps, num_stages=tiles.stages)
+    # Each MLP keeps its own tile widths; axis 2 is as long as the wider MLP needs.
     block_n, block_k = _tile(inter, tiles.gate_up_n), _tile(hidden, tiles.k)
-    _gate_up[(experts, blocks, inter // block_n)](
-        x, ids_arg, gate_up, act, count, BLOCK_N=block_n, BLOCK_K=block_k, **common, **launch
-    )
-    block_n, block_k = _tile(hidden, tiles.down_n), _tile(inter, tiles.k)
-    _down[(experts, blocks, hidden // block_n)](
+    shared_block_n = _tile(shared_inter, tiles.gate_up_n)
+    columns = max(inter // block_n, shared_inter // shared_block_n)
+    _gate_up[(programs, blocks, columns)](
+        x,
+        ids,
+        gate_up,
         act,
-        ids_arg,
-        weights if weights is not None else out,
-        down,
-        out,
+        shared_gate_up,
+        shared_act,
         count,
         BLOCK_N=block_n,
+        SHARED_BLOCK_N=shared_block_n,
         BLOCK_K=block_k,
         **common,
         **launch,
     )
-    return out
+    block_n = _tile(hidden, tiles.down_n)
+    _down[(programs, blocks, hidden // block_n)](
+        act,
+        ids,
+        weights,
+        down,
+        out,
+        shared_act,
+        shared_down,
+        shared_out,
+        count,
+        BLOCK_N=block_n,
+        BLOCK_K=_tile(inter, tiles.k),
+        SHARED_BLOCK_K=_tile(shared_inter, tiles.k),
+        **common,
+        **launch,
+    )
+    return out, shared_out
 
 
 def combine(routed: torch.Tensor, shared: torch.Tensor, top_k: int) -> torch.Tensor:
     """routed: (N·top_k, hidden) fp32 weighted pairs; shared: (N, hidden). Returns (N, hidden)."""
-    count, hidden = shared.shape
     out = torch.empty_like(shared)
+    _combine_launch(routed, shared.contiguous(), top_k, out)
+    return out
+
+
+def combine_add_rms_norm(
+    routed: torch.Tensor,
+    shared: torch.Tensor,
+    top_k: int,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``combine``, added to the residual stream x and normalised in the same kernel: returns
+    (x + layer output, RMSNorm of it), as triton_kernels.add_rms_norm(x, combine(...))."""
+    summed, out = torch.empty_like(shared), torch.empty_like(shared)
+    _combine_launch(routed, shared.contiguous(), top_k, out, (x.contiguous(), weight, eps, summed))
+    return summed, out
+
+
+def _combine_launch(
+    routed: torch.Tensor,
+    shared: torch.Tensor,
+    top_k: int,
+    out: torch.Tensor,
+    add_norm: tuple[torch.Tensor, torch.Tensor, float, torch.Tensor] | None = None,
+) -> None:
+    count, hidden = shared.shape
+    x, weight, eps, summed = add_norm or (shared, shared, 0.0, out)
     _combine[(count,)](
         routed,
-        shared.contiguous(),
+        shared,
+        x,
+        weight,
+        summed,
         out,
+        eps,
         HIDDEN=hidden,
         TOP_K=top_k,
         BLOCK=triton.next_power_of_2(hidden),
+        ADD_NORM=add_norm is not None,
     )
-    return out
 
 
 def tiles_fit(hidden: int, inter: int) -> bool:

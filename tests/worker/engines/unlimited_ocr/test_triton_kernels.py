@@ -168,6 +168,35 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
             assert experts_used == 12 and pairs_on_busiest > rows  # several blocks per expert
 
 
+@pytest.mark.parametrize("tokens", [1, 80])
+def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tokens: int) -> None:
+    """The step's MoE in five launches (shared experts in the routed experts' launches; the
+    sum, residual add and next RMSNorm in one kernel) gives exactly what the eight launches
+    give, and what the model's own layer and norm give."""
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
+        UnlimitedOcrTextMoe,
+        UnlimitedOcrTextRMSNorm,
+    )
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=tokens + 1)
+    moe.experts.config._experts_implementation = "eager"
+    norm = _live(UnlimitedOcrTextRMSNorm(160), seed=5)
+    gen = torch.Generator().manual_seed(9)
+    h, x = torch.randn(tokens, 160, generator=gen), torch.randn(tokens, 160, generator=gen)
+    ours = fused_mlp(moe)
+    with torch.no_grad():
+        merged = (ours(h), *mlp_add_and_norm(ours, x, h, norm))
+        ours.merged = False  # type: ignore[attr-defined]
+        separate = (ours(h), *mlp_add_and_norm(ours, x, h, norm))
+        summed = x + moe(h[None])[0]
+        expected = (moe(h[None])[0], summed, norm(summed))
+    for got, same, want in zip(merged, separate, expected, strict=True):
+        assert torch.equal(got, same)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_the_dense_mlp_kernels_equal_the_models_first_layer_mlp() -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMLP
 
