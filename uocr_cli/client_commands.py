@@ -65,7 +65,10 @@ def submit(
     storage, each added once. Interrupted? Run the same command again."""
     from uocr_client.archive import collect, fetch_batch, submit_archive
 
-    files = collect(paths, recursive=recursive)
+    try:
+        files = collect(paths, recursive=recursive)
+    except ValueError as error:  # two files under one name: their results would collide
+        raise CliError(f"{error}: give them different names") from None
     if not files:
         raise CliError("no PDF or page image (.pdf .png .jpg .jpeg .tif .tiff) in the paths given")
     options = {

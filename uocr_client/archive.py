@@ -8,6 +8,7 @@ straight to object storage (presigned PUT) and adds each as soon as it is upload
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,19 +37,29 @@ class Submitted:
 
 
 def collect(paths: Iterable[Path], *, recursive: bool) -> list[tuple[Path, str]]:
-    """(file, name) for each document under ``paths``, in a stable order."""
+    """(file, name) for each document under ``paths``, in a stable order. A name is the file's
+    path in the folder given; with several paths, under the folder's own name (``box-1/a.pdf``),
+    so that two boxes' ``a.pdf`` stay two documents. Two files that would still share a name
+    are refused: their results would overwrite each other."""
+    given = list(paths)
     found: list[tuple[Path, str]] = []
-    for given in paths:
-        if given.is_dir():
+    for root in given:
+        if root.is_dir():
+            prefix = f"{root.resolve().name}/" if len(given) > 1 else ""
             pattern = "**/*" if recursive else "*"
-            for path in sorted(given.glob(pattern)):
+            for path in sorted(root.glob(pattern)):
                 if path.is_file() and path.suffix.lower() in DOCUMENT_SUFFIXES:
-                    found.append((path, path.relative_to(given).as_posix()))
-        elif given.is_file():
-            found.append((given, given.name))
+                    found.append((path, prefix + path.relative_to(root).as_posix()))
+        elif root.is_file():
+            found.append((root, root.name))
         else:
-            raise FileNotFoundError(f"{given}: no such file or folder")
-    return found
+            raise FileNotFoundError(f"{root}: no such file or folder")
+    first: dict[str, Path] = {}
+    for path, name in found:
+        if name in first and first[name].resolve() != path.resolve():
+            raise ValueError(f"{first[name]} and {path} would both be stored as {name}")
+        first.setdefault(name, path)
+    return [(path, name) for name, path in first.items()]  # a file given twice counts once
 
 
 def batch_key(name: str) -> str:
@@ -68,8 +79,12 @@ def submit_archive(
     """Upload and add every file not yet in the batch named ``batch_name``, then close it.
     ``options`` apply to each document (and make its key); ``batch_options`` (the batch's
     webhook) to the batch."""
+    # A document's key is its bytes, its options, the batch and its name: run again, the batch
+    # skips what it holds; two files with the same bytes (a box's duplicate separator sheets,
+    # a scan already sent in another batch) are each a document of this batch with a result.
     documents = [
-        Document(path, name, content_key(file_digest(path), options)) for path, name in files
+        Document(path, name, content_key(file_digest(path), _placed(options, batch_name, name)))
+        for path, name in files
     ]
     batch = client.create_batch(
         idempotency_key=batch_key(batch_name),
@@ -104,6 +119,10 @@ def submit_archive(
     return Submitted(client.close_batch(batch.id), len(todo), len(documents) - len(todo))
 
 
+def _placed(options: dict[str, Any], batch_name: str, name: str) -> dict[str, Any]:
+    return {**options, "batch": batch_name, "source": name}
+
+
 RESULT_SUFFIXES = {
     "json": ".json",
     "markdown": ".md",
@@ -113,14 +132,26 @@ RESULT_SUFFIXES = {
 }
 
 
-def output_path(out_dir: Path, source: str, fmt: str) -> Path:
+def output_path(out_dir: Path, source: str, fmt: str, *, keep_suffix: bool = False) -> Path:
     """``box-1/scan.pdf`` -> ``OUT/box-1/scan.md``: results under the input's own name (a name
-    that would climb out of OUT is flattened)."""
+    that would climb out of OUT is flattened). ``keep_suffix``: ``OUT/box-1/scan.pdf.md``, for
+    inputs that differ only in their suffix (``scan.pdf``, ``scan.tif``)."""
     parts = [part for part in Path(source).parts if part not in ("", ".", "..", "/")]
     relative = Path(*parts) if parts else Path("document")
+    stem = relative.name if keep_suffix else relative.stem
     if fmt == "pdf":
-        relative = relative.with_name(relative.stem + ".ocr")
-    return out_dir / relative.with_suffix(RESULT_SUFFIXES[fmt])
+        stem += ".ocr"
+    return out_dir / relative.with_name(stem + RESULT_SUFFIXES[fmt])
+
+
+def output_paths(out_dir: Path, sources: list[str], fmt: str) -> dict[str, Path]:
+    """Each source's result file; sources that would share one keep their own suffix."""
+    plain = {source: output_path(out_dir, source, fmt) for source in sources}
+    shared = Counter(plain.values())
+    return {
+        source: output_path(out_dir, source, fmt, keep_suffix=True) if shared[path] > 1 else path
+        for source, path in plain.items()
+    }
 
 
 def fetch_batch(
@@ -128,14 +159,14 @@ def fetch_batch(
 ) -> tuple[int, list[dict[str, Any]]]:
     """Write each finished document's results under OUT; returns how many files were written
     and the manifest entries of documents without a result."""
-    written, missing = 0, []
-    for entry in client.batch_manifest(batch_id):
-        if not entry["results"]:
-            missing.append(entry)
-            continue
-        for fmt in formats:
-            target = output_path(out_dir, entry["source"], fmt)
+    manifest = client.batch_manifest(batch_id)
+    done = [entry for entry in manifest if entry["results"]]
+    written = 0
+    for fmt in formats:
+        targets = output_paths(out_dir, [entry["source"] for entry in done], fmt)
+        for entry in done:
+            target = targets[entry["source"]]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(client.result(entry["job_id"], fmt))
             written += 1
-    return written, missing
+    return written, [entry for entry in manifest if not entry["results"]]

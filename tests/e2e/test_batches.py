@@ -171,6 +171,47 @@ def test_the_batch_webhook_and_results_under_the_input_names(
     assert broken["status"] == "failed" and "broken.pdf" in broken["error"]
 
 
+def test_every_file_of_a_box_gets_its_own_result_even_when_files_repeat(
+    service: Service, tmp_path: Path
+) -> None:
+    """A real box: two identical separator sheets, one of them already sent in an earlier
+    batch, and a letter both as a PDF and as a PNG page. Each file is a document of the batch
+    with its own result; run again, nothing is sent twice."""
+    tenant = service.stack.new_tenant()
+    folder = tmp_path / "box"
+    folder.mkdir()
+    sheet = scanned_pdf(sample_pages(1, lines=2, seed=70))
+    letter = scanned_pdf(sample_pages(1, lines=2, seed=71))
+    (folder / "separator-1.pdf").write_bytes(sheet)
+    (folder / "separator-2.pdf").write_bytes(sheet)
+    (folder / "letter.pdf").write_bytes(letter)
+    with pymupdf.open(stream=letter) as pdf:
+        (folder / "letter.png").write_bytes(pdf[0].get_pixmap(dpi=150).tobytes("png"))
+    earlier = _uocr(
+        service, tenant.api_key, "submit", str(folder / "separator-1.pdf"), "--batch", "earlier"
+    )
+    out, _ = earlier.communicate(timeout=120)
+    assert earlier.returncode == 0, out
+    args = ("submit", str(folder), "--batch", "box", "--out", str(tmp_path / "out"))
+    run = _uocr(service, tenant.api_key, *args)
+    out, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, out
+    assert "4 uploaded, 0 already there" in out and "4 succeeded" in out, out
+    assert _batch_jobs(service, "box") == 4
+    expected = {
+        "separator-1.md": sample_pages(1, lines=2, seed=70),
+        "separator-2.md": sample_pages(1, lines=2, seed=70),
+        "letter.pdf.md": sample_pages(1, lines=2, seed=71),
+        "letter.png.md": sample_pages(1, lines=2, seed=71),
+    }
+    for name, pages in expected.items():
+        assert pages[0][0].split()[0] in (tmp_path / "out" / name).read_text(), name
+    again = _uocr(service, tenant.api_key, *args)
+    out, _ = again.communicate(timeout=120)
+    assert again.returncode == 0 and "0 uploaded, 4 already there" in out, out
+    assert _batch_jobs(service, "box") == 4
+
+
 def test_a_long_document_does_not_hold_short_ones_behind_it(service: Service) -> None:
     """The service's worker takes every queue (long ones first); a short pool beside it, as
     the compose file runs one, keeps short documents moving while a long one is read."""
