@@ -9,18 +9,19 @@ holds the model, the vision tower and the decode loop, and runs each page group 
 its own. Groups go over a pipe (pages as arrays, results back); the child's stage times and
 token counts come back with each answer, so the worker's metrics and logs still see them.
 
-If the child dies, every waiting and later call fails with ``EngineProcessDied``: the tasks
-fail, their leases lapse and another worker takes the groups (a worker without its engine is
-no worker; its supervisor restarts it).
+If the child dies, every call waiting on it fails with ``EngineProcessDied`` (the tasks fail,
+their leases lapse and the groups run again), and the next call starts a new child.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -39,38 +40,36 @@ from ocr_worker.stage_clock import clock
 log = structlog.get_logger(__name__)
 
 
+PROCESS_NAME = "uocr-engine"
+PR_SET_NAME = 15  # prctl(2)
+
+
 class EngineProcessDied(RuntimeError):
     pass
 
 
 class EngineProcess(OcrEngine):
     """The engine ``build(settings)`` makes, run in a child process, up to ``max_concurrency``
-    groups at once. ``build`` goes to the child by name: a module-level function."""
+    groups at once. ``build`` goes to the child by name: a module-level function.
 
-    def __init__(self, settings: Settings, build: Callable[[Settings], OcrEngine]) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._connection, child_end = context.Pipe()
-        self._process = context.Process(
-            target=_serve, args=(child_end, settings, build), name="uocr-engine", daemon=True
-        )
-        self._process.start()
-        child_end.close()
-        kind, value = self._connection.recv()  # the model loads before the worker takes tasks
-        if kind != "ready":
-            self._process.join(5)
-            raise RuntimeError(f"the engine process failed to start: {value}")
-        self.name, self.uses_context_pages, self._input_sides = value
-        self._calls = itertools.count()
-        self._waiting: dict[int, Future[Any]] = {}
-        self._lock = threading.Lock()  # the waiting table, which the reader thread shares
-        self._send_lock = threading.Lock()  # one sender at a time: a group pickles for ms
-        self._died: str | None = None
-        # The one thread that reads answers, sees the child's end and reaps it (two threads
-        # waiting on one child race: the loser reads no exit code).
-        self._reader = threading.Thread(
-            target=self._read, name="engine-process-reader", daemon=True
-        )
-        self._reader.start()
+    A child that dies (a CUDA fault, the kernel's OOM killer) fails the groups it held, whose
+    leases pass them on, and the next call starts a new one, as the worker started the first: a
+    worker that kept a dead engine would fail every group it took until their pages gave up.
+    If a new child cannot start (the card is gone), ``when_lost`` runs: by default the worker
+    stops (a warm shutdown) so that its supervisor sees it and starts a fresh one."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        build: Callable[[Settings], OcrEngine],
+        when_lost: Callable[[], None] | None = None,
+    ) -> None:
+        self._settings, self._build = settings, build
+        self._when_lost = when_lost or _stop_this_worker
+        self._restart_lock = threading.Lock()
+        self.restarts = 0
+        self._child = _Child(settings, build, self._count)  # the model loads before any task
+        self.name, self.uses_context_pages, self._input_sides = self._child.described
 
     def input_long_side(self, pages: int) -> int | None:
         if pages in self._input_sides:  # asked for every group's render: no round trip
@@ -84,19 +83,86 @@ class EngineProcess(OcrEngine):
         self._call("end_document", job_id)
 
     def close(self) -> None:
+        self._child.close()
+
+    @property
+    def _process(self) -> multiprocessing.process.BaseProcess:
+        return self._child.process
+
+    def _count(self, tokens: int) -> None:
+        self.count_tokens(tokens)  # looked up per call: the worker sets it after start-up
+
+    def _call(self, method: str, *args: Any) -> Any:
+        child = self._child
+        if child.died is not None:
+            child = self._restarted(child)
+        return child.call(method, args)
+
+    def _restarted(self, dead: _Child) -> _Child:
+        """A new child in place of ``dead``; threads that find it dead together start one."""
+        with self._restart_lock:
+            if self._child is dead:
+                log.warning("engine_process.restarting", reason=dead.died)
+                dead.close()
+                try:
+                    self._child = _Child(self._settings, self._build, self._count)
+                except Exception as error:
+                    log.error("engine_process.restart_failed", error=str(error))
+                    self._when_lost()
+                    raise EngineProcessDied(f"{dead.died}; a new one failed: {error}") from error
+                self.restarts += 1
+                log.info("engine_process.restarted", restarts=self.restarts)
+            return self._child
+
+
+class _Child:
+    """One engine child: its pipe, and the thread that reads its answers."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        build: Callable[[Settings], OcrEngine],
+        count_tokens: Callable[[int], None],
+    ) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child_end = context.Pipe()
+        self.process = context.Process(
+            target=_serve, args=(child_end, settings, build), name=PROCESS_NAME, daemon=True
+        )
+        self.process.start()
+        child_end.close()
+        kind, value = self._connection.recv()
+        if kind != "ready":
+            self.process.join(5)
+            raise RuntimeError(f"the engine process failed to start: {value}")
+        self.described: tuple[str, bool, dict[int, int | None]] = value
+        self._count_tokens = count_tokens
+        self._calls = itertools.count()
+        self._waiting: dict[int, Future[Any]] = {}
+        self._lock = threading.Lock()  # the waiting table, which the reader thread shares
+        self._send_lock = threading.Lock()  # one sender at a time: a group pickles for ms
+        self.died: str | None = None
+        # The one thread that reads answers, sees the child's end and reaps it (two threads
+        # waiting on one child race: the loser reads no exit code).
+        self._reader = threading.Thread(
+            target=self._read, name="engine-process-reader", daemon=True
+        )
+        self._reader.start()
+
+    def close(self) -> None:
         with self._send_lock, contextlib.suppress(OSError, ValueError):  # unless already gone
             self._connection.send(None)  # the child answers what it holds, then ends
         self._reader.join(30)  # it reads the pipe's end as the child exits, and reaps it
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
         self._connection.close()
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def call(self, method: str, args: tuple[Any, ...]) -> Any:
         future: Future[Any] = Future()
         with self._lock:
-            if self._died is not None:
-                raise EngineProcessDied(self._died)
+            if self.died is not None:
+                raise EngineProcessDied(self.died)
             call = next(self._calls)
             self._waiting[call] = future
         try:
@@ -106,7 +172,7 @@ class EngineProcess(OcrEngine):
             with self._lock:
                 self._waiting.pop(call, None)
             self._reader.join(5)  # the pipe is broken: it sees the end and names the exit code
-            raise EngineProcessDied(self._died or f"the engine process is gone: {error}") from error
+            raise EngineProcessDied(self.died or f"the engine process is gone: {error}") from error
         return future.result()
 
     def _read(self) -> None:
@@ -119,21 +185,28 @@ class EngineProcess(OcrEngine):
             for stage, amount in spent.items():  # the child's stage times, here
                 clock.add(stage, amount)
             if tokens:
-                self.count_tokens(tokens)
+                self._count_tokens(tokens)
             with self._lock:
                 future = self._waiting.pop(call)
             future.set_result(value) if ok else future.set_exception(value)
 
     def _fail_all(self) -> None:
-        self._process.join(1)
-        reason = f"the engine process ended (exit code {self._process.exitcode})"
+        self.process.join(1)
+        reason = f"the engine process ended (exit code {self.process.exitcode})"
         with self._lock:
-            self._died = reason
+            self.died = reason
             waiting, self._waiting = self._waiting, {}
         if waiting:
             log.error("engine_process.died", reason=reason, calls_failed=len(waiting))
         for future in waiting.values():
             future.set_exception(EngineProcessDied(reason))
+
+
+def _stop_this_worker() -> None:
+    """Celery's warm shutdown: the tasks in hand end (their groups fail over), then the worker
+    exits and its supervisor (Kubernetes, systemd, ``uocr worker``'s parent) decides."""
+    log.error("worker.stopping", reason="its engine process cannot be started again")
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 # -- in the child ------------------------------------------------------------------------------
@@ -145,6 +218,7 @@ def _serve(
     from ocr_api.core.logging import configure_logging
 
     configure_logging(settings.log_level)
+    _name_this_process(PROCESS_NAME)
     return_freed_buffers()  # every group's pages arrive as one pickle of ~20 MB
     try:
         engine = build(settings)
@@ -192,6 +266,13 @@ def _serve(
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _name_this_process(name: str) -> None:
+    """The name ``ps``, ``top`` and ``nvidia-smi`` show (Linux): the engine, not "python"."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None)
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def _picklable(error: Exception) -> Exception:

@@ -3,11 +3,13 @@ two cards faked through configuration) with the tiny checkpoint, loaded by the r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from fastapi.testclient import TestClient
 
@@ -16,6 +18,7 @@ from ocr_api.core.db import make_engine, make_session_factory
 from ocr_api.core.settings import load_settings
 from ocr_api.core.storage import S3ObjectStore
 from ocr_api.main import create_app
+from ocr_worker.engines.engine_process import PROCESS_NAME
 from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
 from tests.conftest import (
     TEST_SETTINGS_ENV,
@@ -85,13 +88,26 @@ def test_documents_run_through_the_gpu_engine_worker(
                 for n in range(2)
             ]
             for job_id in ids:
-                job, _ = wait_for(client, job_id, timeout=120)
-                assert job["status"] == "succeeded", job
-                assert job["engine"] == "unlimited_ocr" and job["groups_total"] == 2
-                result = client.get(f"/v1/jobs/{job_id}/result").json()
-                assert [p["page"] for p in result["pages"]] == [1, 2, 3, 4, 5]
-                assert all(p["engine"] == "unlimited_ocr" for p in result["pages"])
+                _assert_read_whole(client, job_id)
+            if engine_process:  # an engine child killed (CUDA fault, OOM killer): the same
+                children = _engine_children(_pid(launcher))  # workers read the next documents
+                assert len(children) == 2
+                for child in children:
+                    child.kill()
+                psutil.wait_procs(children, timeout=10)
+                ids = [
+                    client.post(
+                        "/v1/jobs",
+                        files={"file": (f"e{n}.pdf", scanned_pdf(sample_pages(5), seed=n))},
+                    ).json()["id"]
+                    for n in range(4)
+                ]
+                for job_id in ids:
+                    _assert_read_whole(client, job_id)
+                assert len(_engine_children(_pid(launcher))) == 2
         log = (tmp_path / "gpu-worker.log").read_text()
+        if engine_process:
+            assert log.count("engine_process.restarted") == 2, log[-3000:]
         for event in ("engine.weights_loaded", "engine.workspace_initialised", "engine.ready"):
             assert event in log
         assert '"CUDA_VISIBLE_DEVICES"' not in log  # pinning happens in the environment
@@ -99,3 +115,32 @@ def test_documents_run_through_the_gpu_engine_worker(
         launcher.stop()
         sessions.kw["bind"].dispose()
         drop_database(service_urls.database_admin, tag)
+
+
+def _assert_read_whole(client: TestClient, job_id: str) -> None:
+    job, _ = wait_for(client, job_id, timeout=120)
+    assert job["status"] == "succeeded", job
+    assert job["engine"] == "unlimited_ocr" and job["groups_total"] == 2
+    result = client.get(f"/v1/jobs/{job_id}/result").json()
+    assert [p["page"] for p in result["pages"]] == [1, 2, 3, 4, 5]
+    assert all(p["engine"] == "unlimited_ocr" for p in result["pages"])
+
+
+def _engine_children(launcher_pid: int) -> list[psutil.Process]:
+    """The engine processes under ``uocr worker``, by the name they give themselves."""
+    return [
+        child
+        for child in psutil.Process(launcher_pid).children(recursive=True)
+        if _name(child) == PROCESS_NAME
+    ]
+
+
+def _name(process: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return process.name()
+    return ""
+
+
+def _pid(process: Process) -> int:
+    assert process.popen is not None
+    return process.popen.pid

@@ -1,10 +1,12 @@
 """The GPU engine class in a child process of its own (engine_process.py), on the tiny checkpoint
 on the CPU: the same pages as in the worker's process, its stage times and tokens reported here,
-and a child that dies fails the waiting task at once instead of leaving it hanging."""
+a child that dies fails the waiting task at once instead of leaving it hanging, and the next
+group gets a new child."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -92,9 +94,8 @@ def test_an_error_that_would_not_load_in_the_worker_comes_back_as_its_message() 
     assert _picklable(error) is error
 
 
-def test_a_dead_engine_process_fails_the_waiting_group_at_once(settings: Settings) -> None:
-    remote = make_engine(settings)
-    assert isinstance(remote, EngineProcess)
+def _killed_while_reading(remote: EngineProcess) -> BaseException | None:
+    """SIGKILL the child while a group waits on it; what the waiting task sees."""
     outcome: list[BaseException | None] = []
 
     def run() -> None:
@@ -112,10 +113,44 @@ def test_a_dead_engine_process_fails_the_waiting_group_at_once(settings: Setting
     os.kill(pid, signal.SIGKILL)
     waiting.join(30)  # a hang here is the bug
     assert not waiting.is_alive()
-    assert isinstance(outcome[0], EngineProcessDied)  # the group takes seconds on the CPU
-    with pytest.raises(EngineProcessDied, match="exit code -9"):
-        remote.run_group(DOCUMENT[0])
-    remote.close()
+    return outcome[0]
+
+
+def test_a_dead_engine_process_fails_the_waiting_group_and_the_next_group_gets_a_new_one(
+    settings: Settings,
+) -> None:
+    expected = [_timeless(r) for r in unlimited_ocr_engine(settings).run_group(DOCUMENT[0])]
+    lost: list[bool] = []
+    remote = EngineProcess(settings, unlimited_ocr_engine, when_lost=lambda: lost.append(True))
+    try:
+        first = remote._process.pid
+        failed = _killed_while_reading(remote)
+        assert isinstance(failed, EngineProcessDied)  # the group takes seconds on the CPU
+        assert "exit code -9" in str(failed)
+        assert [_timeless(r) for r in remote.run_group(DOCUMENT[0])] == expected
+        assert remote.restarts == 1 and remote._process.pid != first and not lost
+    finally:
+        remote.close()
+
+
+def test_an_engine_that_cannot_start_again_stops_the_worker(
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The model's files gone (a volume unmounted): no new child can load them, so the worker
+    is told to stop rather than fail every group it takes."""
+    path = write_tiny_checkpoint(tmp_path_factory.mktemp("vanishing"))
+    write_manifest(path)
+    lost: list[bool] = []
+    here = settings.model_copy(update={"model_path": path})
+    remote = EngineProcess(here, unlimited_ocr_engine, when_lost=lambda: lost.append(True))
+    try:
+        assert isinstance(_killed_while_reading(remote), EngineProcessDied)
+        shutil.rmtree(path)
+        with pytest.raises(EngineProcessDied, match="a new one failed"):
+            remote.run_group(DOCUMENT[0])
+        assert lost == [True]
+    finally:
+        remote.close()
 
 
 def _timeless(result):  # type: ignore[no-untyped-def]
