@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import multiprocessing
@@ -11,12 +12,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pymupdf
+import structlog
 from PIL import Image
 
 from ocr_api.core.logging import configure_logging
@@ -25,6 +28,9 @@ from ocr_api.core.settings import S3Settings
 from ocr_api.core.storage import ObjectStore, make_object_store
 
 T = TypeVar("T")
+
+
+log = structlog.get_logger(__name__)
 
 
 class PageRenderError(RuntimeError):
@@ -165,11 +171,22 @@ def render_many(
     return results
 
 
+class RenderProcessCrashed(RuntimeError):
+    """Drawing these pages ended a render process twice: the group fails and runs again (a
+    page that crashes MuPDF every time gives the group up after its attempts)."""
+
+
 class ProcessRasterizer:
     """Rendering in CPU processes beside the task: PyMuPDF holds the GIL for a whole page (9 s
     for a heavy one), which starved the lease-renewal thread until the group was taken over
     while its worker was alive, and left a GPU worker's decode loop waiting. Each process keeps
-    its own object-store client and file cache."""
+    its own object-store client and file cache.
+
+    A render process that dies (MuPDF crashing on a page, the kernel's OOM killer) breaks the
+    whole pool: every run in it fails and later submits are refused. A new pool takes its place
+    and each run caught in the break is drawn once more there; one that breaks the new pool too
+    fails its group (``RenderProcessCrashed``). Without this, one crash made the worker fail
+    every group it took until their pages gave up."""
 
     def __init__(
         self,
@@ -182,22 +199,58 @@ class ProcessRasterizer:
     ) -> None:
         self.metrics = metrics
         _allow_children()
-        self.pool = ProcessPoolExecutor(
+        self._start = functools.partial(
+            ProcessPoolExecutor,
             processes,
             mp_context=multiprocessing.get_context("spawn"),  # no CUDA or DB pools inherited
             initializer=_start_renderer,
             initargs=(s3, dpi, max_side),
         )
+        self._lock = threading.Lock()
+        self.pool = self._start()
+        self.restarts = 0
 
     def call(self, function: Callable[..., T], *args: Any) -> T:
         """Run other PyMuPDF work in these processes, for the same reason: a module-level
         ``function`` that reads stored files through ``process_store()``."""
-        return self.pool.submit(function, *args).result()
+        return self._result(_Task(function, args, *self._submit_task(function, args)))
 
     def render_many(
         self, refs: list[tuple[str, int]], long_side: int | None = None
     ) -> list[RenderedPage | PageRenderError]:
         return self._collect(self._submit(refs, long_side))
+
+    def _submit_task(self, function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
+        """(pool, future): on the current pool, or on a new one if it is broken."""
+        pool = self.pool
+        try:
+            return pool, pool.submit(function, *args)
+        except BrokenProcessPool:
+            pool = self._renewed(pool)
+            return pool, pool.submit(function, *args)
+
+    def _renewed(self, broken: ProcessPoolExecutor) -> ProcessPoolExecutor:
+        """A new pool in place of ``broken``; threads that find it broken together start one."""
+        with self._lock:
+            if self.pool is broken:
+                broken.shutdown(wait=False, cancel_futures=True)
+                self.pool = self._start()
+                self.restarts += 1
+                log.warning("render_pool.restarted", restarts=self.restarts)
+            return self.pool
+
+    def _result(self, task: _Task) -> Any:
+        """The task's result; drawn once more on a new pool if its pool broke meanwhile."""
+        try:
+            return task.future.result()
+        except BrokenProcessPool:
+            self._renewed(task.pool)
+        pool, future = self._submit_task(task.function, task.args)
+        try:
+            return future.result()
+        except BrokenProcessPool as error:
+            self._renewed(pool)
+            raise RenderProcessCrashed(f"{task}: ended a render process twice") from error
 
     def _submit(self, refs: list[tuple[str, int]], long_side: int | None) -> list[_Rendering]:
         """Start rendering ``refs`` in the pool. The pages of one file in a row (a page
@@ -208,15 +261,20 @@ class ProcessRasterizer:
         renderings: list[_Rendering] = []
         for key, run in itertools.groupby(refs, key=lambda ref: ref[0]):
             indices = [index for _, index in run]
-            future = self.pool.submit(_render_run, key, indices, long_side)
-            renderings += [_Rendering(future, n, submitted) for n in range(len(indices))]
+            args = (key, indices, long_side)
+            task = _Task(_render_run, args, *self._submit_task(_render_run, args))
+            renderings += [_Rendering(task, n, submitted) for n in range(len(indices))]
         return renderings
 
     def _collect(self, renderings: list[_Rendering]) -> list[RenderedPage | PageRenderError]:
         """Each page in order, or why it could not be drawn."""
         results: list[RenderedPage | PageRenderError] = []
+        drawn: dict[int, list[_TimedRender | PageRenderError]] = {}  # by task: drawn once
         for rendering in renderings:
-            timed = rendering.future.result()[rendering.position]
+            task = rendering.task
+            if id(task) not in drawn:
+                drawn[id(task)] = self._result(task)
+            timed = drawn[id(task)][rendering.position]
             if isinstance(timed, PageRenderError):
                 results.append(timed)
                 continue
@@ -228,11 +286,27 @@ class ProcessRasterizer:
 
 
 @dataclass(frozen=True)
+class _Task:
+    """Work given to the render processes, and where: enough to give it again."""
+
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+    pool: ProcessPoolExecutor
+    future: Future[Any]
+
+    def __str__(self) -> str:
+        if self.function is _render_run:
+            key, indices, _ = self.args
+            return f"drawing pages {', '.join(str(i + 1) for i in indices)} of {key}"
+        return getattr(self.function, "__name__", "a task")
+
+
+@dataclass(frozen=True)
 class _Rendering:
-    """A page given to the render processes: the future of its run of pages, its place in
+    """A page given to the render processes: the task drawing its run of pages, its place in
     the run, and when it was given (``time.monotonic``)."""
 
-    future: Future[list[_TimedRender | PageRenderError]]
+    task: _Task
     position: int
     submitted: float
 

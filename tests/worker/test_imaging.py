@@ -1,6 +1,11 @@
-"""Rasterising: max_render_side always holds, and a damaged file's pages are flagged."""
+"""Rasterising: max_render_side always holds, a damaged file's pages are flagged, and a render
+process that dies leaves a working pool."""
 
 from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
 
 import numpy as np
 import pymupdf
@@ -9,12 +14,14 @@ from PIL import Image
 
 from ocr_api.core.settings import S3Settings
 from ocr_api.core.storage import LocalObjectStore
+from ocr_worker import imaging
 from ocr_worker.imaging import (
     REPAIRED_WARNING,
     PageRasterizer,
     PageRenderError,
     ProcessRasterizer,
     RenderedPage,
+    RenderProcessCrashed,
     render_matrix,
 )
 from tests.factories import sample_pages, scanned_pdf
@@ -83,3 +90,56 @@ def test_a_damaged_page_in_a_run_sent_to_one_render_process_fails_alone(tmp_path
     for (key, index), page in zip(refs, drawn, strict=True):
         if isinstance(page, RenderedPage):  # each page its own drawing, not a neighbour's
             assert np.array_equal(page.pixels, alone.render_page(key, index).pixels)
+
+
+def _end_this_process() -> None:
+    """What MuPDF crashing on a page, or the kernel's OOM killer, does to a render process."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _rasterizers(tmp_path: Path, processes: int) -> tuple[ProcessRasterizer, PageRasterizer]:
+    store = LocalObjectStore(tmp_path)
+    store.put("a.pdf", scanned_pdf(sample_pages(3, lines=2)))
+    store.put("b.pdf", scanned_pdf(sample_pages(2, lines=2, seed=5)))
+    pool = ProcessRasterizer(
+        S3Settings(local_root=tmp_path), dpi=50, max_side=4000, processes=processes
+    )
+    return pool, PageRasterizer(store, dpi=50, max_side=4000)
+
+
+REFS = [("a.pdf", 0), ("a.pdf", 1), ("a.pdf", 2), ("b.pdf", 0), ("b.pdf", 1)]
+
+
+def _same_pages(drawn: list[RenderedPage | PageRenderError], alone: PageRasterizer) -> bool:
+    return all(
+        isinstance(page, RenderedPage)
+        and np.array_equal(page.pixels, alone.render_page(key, index).pixels)
+        for (key, index), page in zip(REFS, drawn, strict=True)
+    )
+
+
+def test_a_render_process_that_died_between_groups_leaves_a_working_pool(tmp_path: Path) -> None:
+    pool, alone = _rasterizers(tmp_path, processes=2)
+    try:
+        assert _same_pages(pool.render_many(REFS), alone)
+        os.kill(next(iter(pool.pool._processes)), signal.SIGKILL)  # type: ignore[attr-defined]
+        assert _same_pages(pool.render_many(REFS), alone)  # was BrokenProcessPool, for good
+        assert pool.restarts == 1
+    finally:
+        pool.pool.shutdown()
+
+
+def test_pages_caught_in_a_crash_are_drawn_again_and_a_task_that_crashes_twice_fails(
+    tmp_path: Path,
+) -> None:
+    pool, alone = _rasterizers(tmp_path, processes=1)
+    try:
+        crash = pool._submit_task(_end_this_process, ())  # ahead of the pages in the queue
+        renderings = pool._submit(REFS, None)
+        assert _same_pages(pool._collect(renderings), alone)  # caught in it: drawn again
+        with pytest.raises(RenderProcessCrashed, match="_end_this_process: ended a render"):
+            pool._result(imaging._Task(_end_this_process, (), *crash))
+        assert pool.restarts == 2  # the crash, then the same task crashing the new pool
+        assert _same_pages(pool.render_many(REFS), alone)
+    finally:
+        pool.pool.shutdown()
