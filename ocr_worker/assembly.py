@@ -14,6 +14,7 @@ from ocr_api.core.contracts import PageResult
 from ocr_api.core.job_lifecycle import GROUP_FINISHED
 from ocr_api.core.models import Job
 from ocr_api.core.storage import ObjectNotFound, ObjectStore
+from ocr_api.core.transient import is_transient
 from ocr_worker.hocr import build_hocr
 from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
 
@@ -144,14 +145,17 @@ def write_searchable_pdf(
     store: ObjectStore, job: Job, results: list[PageResult], build_pdf: PdfBuilder | None = None
 ) -> None:
     """The scans with their text layer. Extra to the text results: if it cannot be built, the
-    job keeps its other results and the API says the PDF is missing."""
+    job keeps its other results and the API says the PDF is missing (but a dependency that is
+    down fails the completion, which is retried, rather than leave the PDF out for good)."""
     sources = [SourcePage(page.source_key, page.source_index) for page in job.pages]
     try:
         if build_pdf is None:
             data = build_searchable_pdf(store.get, sources, results)
         else:
             data = build_pdf(sources, results)
-    except Exception:
+    except Exception as error:
+        if is_transient(error):  # the store is down, not the PDF: the completion is retried
+            raise
         log.exception("result.searchable_pdf_failed", job_id=job.id)
         return
     store.put(object_keys.result_key(job.id, "pdf"), data, object_keys.result_media_type("pdf"))

@@ -99,6 +99,10 @@ def _broker(error: Exception, settings: Any) -> str | None:
 def _object_store(error: Exception, settings: Any) -> str | None:
     from botocore import exceptions
 
+    from ocr_api.core.storage import StorageUnavailable
+
+    if isinstance(error, StorageUnavailable) and isinstance(error.__cause__, Exception):
+        error = error.__cause__  # botocore's own error says what failed
     s3 = settings.s3
     where = f"the object store at {s3.endpoint_url or 'AWS S3'}"
     unreachable = (exceptions.ConnectionError, exceptions.HTTPClientError)

@@ -2,21 +2,48 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as S3ConnectionError
 
 from ocr_api.core.settings import S3Settings
 
 
 class ObjectNotFound(KeyError):
     pass
+
+
+class StorageUnavailable(RuntimeError):
+    """The object store did not answer, or answered with a server error, after botocore's own
+    retries: a dependency down for now (tasks retry, the API answers 503), not a bad document
+    or request. Its cause is botocore's error."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _unavailable_is_transient(method: F) -> F:
+    @functools.wraps(method)
+    def call(self: S3ObjectStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (S3ConnectionError, HTTPClientError) as error:  # refused, reset, timed out
+            raise StorageUnavailable(f"the object store did not answer: {error}") from error
+        except ClientError as error:
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            if status >= 500:  # 500, 503 SlowDown, a gateway's 502/504
+                raise StorageUnavailable(f"the object store failed: {error}") from error
+            raise
+
+    return call  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -56,15 +83,18 @@ class S3ObjectStore:
             ),
         )
 
+    @_unavailable_is_transient
     def ensure_bucket(self) -> None:
         try:
             self.client.head_bucket(Bucket=self.bucket)
         except ClientError:
             self.client.create_bucket(Bucket=self.bucket)
 
+    @_unavailable_is_transient
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
+    @_unavailable_is_transient
     def get(self, key: str) -> bytes:
         try:
             return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
@@ -73,17 +103,20 @@ class S3ObjectStore:
                 raise ObjectNotFound(key) from None
             raise
 
+    @_unavailable_is_transient
     def copy(self, source: str, target: str) -> None:
         """Server-side: the bytes never pass through this process."""
         self.client.copy_object(
             Bucket=self.bucket, Key=target, CopySource={"Bucket": self.bucket, "Key": source}
         )
 
+    @_unavailable_is_transient
     def delete(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
             chunk = [{"Key": key} for key in keys[start : start + 1000]]
             self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk})
 
+    @_unavailable_is_transient
     def keys_under(self, prefix: str) -> list[str]:
         pages = self.client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=prefix
@@ -91,13 +124,19 @@ class S3ObjectStore:
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
     def objects_under(self, prefix: str) -> Iterator[StoredObject]:
-        pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=prefix
+        """Page by page (a sweep of millions of objects is never one list)."""
+        pages = iter(
+            self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
         )
-        for page in pages:
+        while (page := self._next_page(pages)) is not None:
             for item in page.get("Contents", []):
                 yield StoredObject(item["Key"], item["LastModified"])
 
+    @_unavailable_is_transient
+    def _next_page(self, pages: Iterator[dict[str, Any]]) -> dict[str, Any] | None:
+        return next(pages, None)
+
+    @_unavailable_is_transient
     def exists(self, key: str) -> bool:
         try:
             self.size(key)
@@ -105,6 +144,7 @@ class S3ObjectStore:
             return False
         return True
 
+    @_unavailable_is_transient
     def size(self, key: str) -> int:
         try:
             return int(self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
@@ -133,6 +173,7 @@ class S3ObjectStore:
             )
         )
 
+    @_unavailable_is_transient
     def ping(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)
 

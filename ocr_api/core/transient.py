@@ -10,6 +10,8 @@ import kombu.exceptions
 import redis.exceptions
 import sqlalchemy.exc
 
+from ocr_api.core.storage import StorageUnavailable
+
 TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     sqlalchemy.exc.OperationalError,  # Postgres down, restarting, or the connection dropped
     sqlalchemy.exc.InterfaceError,
@@ -17,6 +19,7 @@ TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     kombu.exceptions.OperationalError,  # the broker refused or dropped a publish
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
+    StorageUnavailable,  # the object store down, restarting, or answering 5xx
 )
 
 

@@ -150,16 +150,20 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
 
 
 async def _dependency_down(request: Request, error: Exception) -> JSONResponse:
-    """Postgres or the broker is down: 503 with Retry-After, answered like any other response,
-    so the client's keep-alive connection stays usable; the pool's pre-ping replaces the broken
-    connections on the next request, so the API recovers without a restart."""
+    """Postgres, the broker or the object store is down: 503 with Retry-After, answered like
+    any other response, so the client's keep-alive connection stays usable; the pool's pre-ping
+    replaces the broken connections on the next request, so the API recovers without a
+    restart."""
     log.warning("dependency.unavailable", error_type=type(error).__name__, error=str(error)[:200])
     return problem(
         request,
         status=503,
         slug="service-unavailable",
         title="Temporarily unavailable",
-        detail="a service dependency (database or task queue) is unavailable; retry later",
+        detail=(
+            "a service dependency (database, task queue or object store) is unavailable; "
+            "retry later"
+        ),
         headers={"Retry-After": str(DEPENDENCY_RETRY_AFTER_SECONDS)},
     )
 

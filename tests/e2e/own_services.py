@@ -1,4 +1,5 @@
-"""A Redis and a Postgres of a test's own, on free ports, that the test may kill and restart.
+"""A Redis and a Postgres of a test's own, on free ports, that the test may kill and restart,
+and a network gate to the object store that it may cut.
 
 The session's shared servers are used by every other test (and other test sessions): a fault
 test never touches them.
@@ -6,11 +7,15 @@ test never touches them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,3 +110,69 @@ class OwnPostgres:
 
     def _as_postgres(self, command: str) -> None:
         subprocess.run(["su", "postgres", "-c", command], check=True, capture_output=True)
+
+
+class NetworkGate:
+    """A TCP path to a server that a test can cut and restore: the object store unreachable
+    (connections refused, open ones reset) while its data stays, as in a network partition or
+    a store restarting. The shared moto server keeps objects only in memory, so it is never
+    stopped itself."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self._open = threading.Event()
+        self._sockets: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def open(self) -> NetworkGate:
+        listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        self._listener = listener
+        self._open.set()
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def cut(self) -> None:
+        """New connections refused, open ones reset."""
+        self._open.clear()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+            listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()
+            self._sockets.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while self._open.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets.update((client, upstream))
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                target.sendall(data)
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+        with self._lock:
+            self._sockets.discard(source)

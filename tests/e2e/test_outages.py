@@ -1,8 +1,9 @@
-"""The broker and the database fail mid-document: nothing stuck, nothing lost.
+"""The broker, the database and the object store fail mid-document: nothing stuck, nothing lost.
 
 A deployment of its own (its own Redis and Postgres, which these tests kill and restart; the
-shared bucket server), with the API under uvicorn, an OCR worker and a control worker running
-the reconciler on beat. Short grace and lease so each fault heals in seconds.
+shared bucket server behind a network gate these tests cut), with the API under uvicorn, an OCR
+worker and a control worker running the reconciler on beat. Short grace and lease so each fault
+heals in seconds.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ocr_api.core.storage import S3ObjectStore
 from ocr_api.core.tenants import CreatedKey, create_key
 from tests.conftest import Stack
 from tests.e2e.helpers import submit, wait_for
-from tests.e2e.own_services import OwnPostgres, OwnRedis
+from tests.e2e.own_services import NetworkGate, OwnPostgres, OwnRedis
 from tests.e2e.processes import (
     Process,
     api_server,
@@ -56,6 +57,7 @@ OCR_WORKER = "ocr-outage@e2e"
 class Outages:
     redis: OwnRedis
     postgres: OwnPostgres
+    s3: NetworkGate
     env: dict[str, str]
     logs: Path
     api_url: str
@@ -93,12 +95,14 @@ def _answers(app: Celery) -> bool:
 def outages(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outages]:
     logs = tmp_path_factory.mktemp("outage-logs")
     redis, postgres = OwnRedis().start(), OwnPostgres().init()
+    s3 = NetworkGate(int(stack.env["UOCR_S3__ENDPOINT_URL"].rsplit(":", 1)[1])).open()
     bucket = f"uocr-outage-{uuid.uuid4().hex[:8]}"
     env = {
         **stack.env,
         **FAST_RECOVERY_ENV,
         "UOCR_DATABASE__URL": postgres.url,
         "UOCR_REDIS__URL": redis.url,
+        "UOCR_S3__ENDPOINT_URL": s3.url,
         "UOCR_S3__BUCKET": bucket,
     }
     saved = {name: stack.env.get(name) for name in env}
@@ -113,7 +117,14 @@ def outages(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     processes = [control.start(), api_server(env, logs, api_port).start()]
     outages = Outages(
-        redis, postgres, env, logs, f"http://127.0.0.1:{api_port}", _ocr_worker(env, logs), tenant
+        redis,
+        postgres,
+        s3,
+        env,
+        logs,
+        f"http://127.0.0.1:{api_port}",
+        _ocr_worker(env, logs),
+        tenant,
     )
     try:
         wait_http(f"{outages.api_url}/healthz")
@@ -197,6 +208,37 @@ def test_postgres_stopped_mid_document_answers_503_and_every_job_completes(
             job, _ = wait_for(client, job_id, timeout=180)
             _assert_every_page_once(client, job, 7)
     _nothing_left_pending()
+
+
+def test_the_object_store_cut_mid_document_answers_503_and_every_job_completes(
+    outages: Outages,
+) -> None:
+    """Groups in flight fail over as a dependency being down, not as bad documents: none uses
+    up its attempts, no page fails, and the submit refused meanwhile leaves no job behind."""
+    with outages.client() as client:
+        ids = [submit(client, scanned_pdf(sample_pages(7, lines=3))).json()["id"] for _ in range(2)]
+        wait_until(lambda: _first_page_done(client, ids[0]), 120, what="a first page")
+        with _sessions()() as session:
+            jobs_before = session.scalar(select(func.count()).select_from(Job))
+        outages.s3.cut()
+        try:
+            refused = submit(client, scanned_pdf(sample_pages(1)))
+            assert refused.status_code == 503, refused.text
+            assert int(refused.headers["Retry-After"]) > 0
+            time.sleep(10)  # past botocore's own retries: groups in flight fail and retry
+        finally:
+            outages.s3.open()
+        with _sessions()() as session:
+            assert session.scalar(select(func.count()).select_from(Job)) == jobs_before
+        for job_id in ids:
+            job, _ = wait_for(client, job_id, timeout=180)
+            _assert_every_page_once(client, job, 7)
+    _nothing_left_pending()
+    log = outages.ocr_worker.log_tail(10**7)
+    assert "StorageUnavailable" in log  # the cut reached the worker mid-document
+    with _sessions()() as session:
+        attempts = session.scalars(select(PageGroup.attempts).where(PageGroup.job_id.in_(ids)))
+        assert set(attempts) == {1}  # given back, not counted: each group ran to its end once
 
 
 def test_a_submit_while_the_broker_is_down_leaves_nothing_behind(outages: Outages) -> None:
