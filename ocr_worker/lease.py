@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from datetime import timedelta
 from types import TracebackType
 
@@ -29,15 +30,26 @@ def new_lease_token(worker_id: str) -> str:
 
 
 class LeaseKeeper:
-    """Renews ``lease_expires_at`` every third of the lease from a background thread."""
+    """Renews ``lease_expires_at`` every third of the lease from a background thread, for at
+    most ``deadline_seconds`` (the group's time limit). Past it the lease lapses even though
+    the task is still alive: a group stuck in a thread (a hung render or engine call on a GPU
+    worker's threads pool, where Celery's time limits do nothing) goes to another worker,
+    counting an attempt, instead of holding its document forever."""
 
     def __init__(
-        self, sessions: sessionmaker[Session], *, group_id: int, owner: str, lease_seconds: int
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        group_id: int,
+        owner: str,
+        lease_seconds: float,
+        deadline_seconds: float | None = None,
     ) -> None:
         self.sessions = sessions
         self.group_id = group_id
         self.owner = owner
         self.lease_seconds = lease_seconds
+        self.deadline_seconds = deadline_seconds
         self.renewals = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
@@ -53,7 +65,10 @@ class LeaseKeeper:
         self._thread.join()
 
     def _loop(self) -> None:
+        started = time.monotonic()
         while not self._stop.wait(self.lease_seconds / 3):
+            if self._overran(started):
+                return
             try:
                 if not self.renew():
                     if self.lost():
@@ -61,6 +76,17 @@ class LeaseKeeper:
                     return  # nothing of ours left to renew
             except Exception as error:  # a DB blip must not kill the group; the next tick retries
                 log.warning("lease.renew_failed", group_id=self.group_id, error=str(error))
+
+    def _overran(self, started: float) -> bool:
+        if self.deadline_seconds is None or time.monotonic() - started < self.deadline_seconds:
+            return False
+        log.error(
+            "page_group.overran",
+            group_id=self.group_id,
+            seconds=self.deadline_seconds,
+            action="lease left to lapse: another worker takes the group",
+        )
+        return True
 
     def renew(self) -> bool:
         """False when the lease is no longer ours (it lapsed and the group was taken over)."""

@@ -115,6 +115,9 @@ class PageGroupPipeline:
                     group_id=claimed.group_id,
                     owner=claimed.lease_token,
                     lease_seconds=self.settings.worker.lease_seconds,
+                    deadline_seconds=self.settings.group_time_limit(
+                        len(claimed.context) + len(claimed.pages)
+                    ),
                 ),
             ):
                 results = self._decode(job_id, claimed)

@@ -154,7 +154,8 @@ class WorkerSettings(_Section):
     # Off for workers that only serve the control queue (webhooks, recovery): no model to load.
     preload_engine: bool = True
     # GPU workers run threads so up to max_concurrency page groups share each decode step; the
-    # lease (not Celery's time limits, which threads ignore) then bounds a stuck group.
+    # lease (not Celery's time limits, which threads ignore) then bounds a stuck group: it is
+    # renewed for the group's time limit at most (lease.LeaseKeeper).
     pool: Literal["prefork", "threads"] = "prefork"
     # A GPU worker takes this many page groups beyond max_concurrency, so that they render and
     # store while max_concurrency others decode (Settings.gpu_worker_threads); unset: half of

@@ -1,8 +1,10 @@
 """Leases are held per claim: a lapsed and re-claimed group is recorded by its new owner only,
-and a transient failure gives the group back at once instead of waiting for the lease."""
+a transient failure gives the group back at once instead of waiting for the lease, and a group
+stuck in its thread is let go at its time limit."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -15,6 +17,8 @@ from ocr_api.core.db import transaction
 from ocr_api.core.models import PageGroup
 from ocr_worker.engines.base import PageGroupInput
 from ocr_worker.lease import LeaseKeeper
+from ocr_worker.pipeline import PageGroupPipeline
+from ocr_worker.recovery import recover_stale_groups
 from tests.worker.conftest import ScriptedEngine
 
 
@@ -122,3 +126,58 @@ def test_a_keeper_ticking_after_its_group_was_recorded_reports_no_lost_lease(har
         ticking._thread.join(5)
     assert renewed >= 1 and not ticking._thread.is_alive()  # renewed, then stopped by itself
     assert [e for e in logs if e["event"] == "lease.lost"] == []
+
+
+class HangingEngine(ScriptedEngine):
+    """A call that never comes back on its own: a wedged driver, a render that never ends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def run_group(self, group: PageGroupInput) -> list[PageResult]:
+        self.release.wait(60)
+        return super().run_group(group)
+
+
+def test_a_group_stuck_in_its_thread_is_let_go_at_its_time_limit_and_runs_elsewhere(
+    harness,
+) -> None:  # type: ignore[no-untyped-def]
+    """On a threads pool Celery's time limits do nothing; the lease is renewed for the group's
+    time limit at most (here 1 s + 1 s a page: 3 s for 2 pages), then lapses."""
+    worker = harness.settings.worker.model_copy(
+        update={
+            "lease_seconds": 1,
+            "group_time_limit_base_seconds": 1,
+            "group_time_limit_per_page_seconds": 1,
+        }
+    )
+    settings = harness.settings.model_copy(update={"request_timeout_seconds": 1, "worker": worker})
+    job_id = harness.submit(2)
+    engine = HangingEngine()
+    stuck = PageGroupPipeline(
+        sessions=harness.sessions,
+        store=harness.store,
+        engine=engine,
+        dispatcher=harness.dispatcher,
+        settings=settings,
+        worker_id="stuck",
+    )
+    outcome: list[str] = []
+    task = threading.Thread(
+        target=lambda: outcome.append(stuck.run(*harness.dispatcher.groups.popleft())), daemon=True
+    )
+    started = time.monotonic()
+    with capture_logs() as logs:
+        task.start()
+        while not recover_stale_groups(harness.sessions, harness.dispatcher):
+            assert time.monotonic() - started < 20, "the stuck group's lease never lapsed"
+            time.sleep(0.2)
+    assert time.monotonic() - started > 3  # not before its time limit
+    assert any(line["event"] == "page_group.overran" for line in logs)
+    harness.drain(ScriptedEngine())  # another worker reads it
+    assert harness.job(job_id).status == "succeeded"
+    engine.release.set()  # the stuck call comes back at last: it records nothing
+    task.join(30)
+    assert outcome == ["lease_lost"]
+    assert _group(harness, job_id).attempts == 2
