@@ -440,6 +440,10 @@ def _recount(session: Session, job: Job) -> None:
     )
     job.pages_done = counts.get("succeeded", 0) + counts.get("failed", 0)
     job.pages_failed = counts.get("failed", 0)
+    warnings = session.scalars(
+        select(Page.warnings).where(Page.job_id == job.id, Page.status == "succeeded")
+    )
+    job.pages_flagged = sum(bool(w) for w in warnings)
 
 
 def _groups_by_status(session: Session, job_id: str) -> dict[str, int]:

@@ -124,7 +124,7 @@ def status(batch_or_job_id: str) -> None:
             job = client.job(batch_or_job_id)
             click.echo(
                 f"job {job.id} {job.status}: {job.pages_done}/{job.pages_total} pages "
-                f"({job.pages_failed} failed) {job.source}"
+                f"({job.pages_failed} failed, {job.pages_flagged} flagged) {job.source}"
             )
             return
         click.echo(_batch_line(batch))
@@ -181,7 +181,8 @@ def _batch_line(batch: Any) -> str:
     return (
         f"batch {batch.id} {batch.status}: {d.succeeded} succeeded, {d.failed} failed, "
         f"{d.canceled} canceled, {d.running + d.queued} running, {d.waiting} waiting of {d.total}; "
-        f"pages {batch.pages.done}/{batch.pages.total} ({batch.pages.failed} failed)"
+        f"pages {batch.pages.done}/{batch.pages.total} ({batch.pages.failed} failed, "
+        f"{batch.pages.flagged} flagged)"
     )
 
 

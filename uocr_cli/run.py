@@ -39,7 +39,10 @@ def run(file: Path, out_dir: Path, pages: str | None) -> None:
             )
         except DomainError as error:
             raise CliError(error.message) from None
-    click.echo(f"{job.status}: {job.page_count} pages ({job.pages_failed} failed) -> {out_dir}")
+    click.echo(
+        f"{job.status}: {job.page_count} pages ({job.pages_failed} failed, "
+        f"{job.pages_flagged} flagged) -> {out_dir}"
+    )
     if job.pages_failed:
         sys.exit(2)
 

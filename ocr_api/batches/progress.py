@@ -26,7 +26,7 @@ _STATE = case(
 
 def batch_public(session: Session, batch: Batch, settings: Settings) -> BatchPublic:
     counts: dict[str, int] = {}
-    pages_total = pages_done = pages_failed = admitted = 0
+    pages_total = pages_done = pages_failed = pages_flagged = admitted = 0
     rows = session.execute(
         select(
             _STATE,
@@ -34,17 +34,15 @@ def batch_public(session: Session, batch: Batch, settings: Settings) -> BatchPub
             func.coalesce(func.sum(Job.page_count), 0),
             func.coalesce(func.sum(Job.pages_done), 0),
             func.coalesce(func.sum(Job.pages_failed), 0),
+            func.coalesce(func.sum(Job.pages_flagged), 0),
         )
         .where(Job.batch_id == batch.id)
         .group_by(_STATE)
     ).all()
-    for state, count, total, done, failed in rows:
+    for state, count, total, done, failed, flagged in rows:
         counts[state] = count
-        pages_total, pages_done, pages_failed = (
-            pages_total + total,
-            pages_done + done,
-            pages_failed + failed,
-        )
+        pages_total, pages_done = pages_total + total, pages_done + done
+        pages_failed, pages_flagged = pages_failed + failed, pages_flagged + flagged
         admitted += 0 if state == "waiting" else count
     pace = _pages_per_minute(session, batch.id)
     base = f"{settings.public_base_url.rstrip('/')}/v1/batches/{batch.id}"
@@ -61,7 +59,9 @@ def batch_public(session: Session, batch: Batch, settings: Settings) -> BatchPub
                 if state != "total"
             },
         ),
-        pages=PageCounts(total=pages_total, done=pages_done, failed=pages_failed),
+        pages=PageCounts(
+            total=pages_total, done=pages_done, failed=pages_failed, flagged=pages_flagged
+        ),
         pages_per_minute=pace,
         estimated_finish_at=_estimate(
             batch, counts, pages_total, pages_done + pages_failed, admitted, pace
@@ -133,6 +133,7 @@ def _manifest_entry(session: Session, job: Job) -> dict[str, Any]:
         "pages_total": job.page_count,
         "pages_done": job.pages_done,
         "pages_failed": job.pages_failed,
+        "pages_flagged": job.pages_flagged,
         "error": job.error,
         "failed_pages": failed_pages,
         "results": {fmt: object_keys.result_key(job.id, fmt) for fmt in object_keys.RESULT_FILES}

@@ -54,6 +54,7 @@ class PageCounts(BaseModel):
     total: int = Field(description="pages of the documents admitted so far")
     done: int
     failed: int
+    flagged: int = Field(0, description="pages read with a warning worth a look")
 
 
 class BatchPublic(BaseModel):

@@ -110,6 +110,9 @@ class Job(Base):
     page_count: Mapped[int] = mapped_column(Integer)
     pages_done: Mapped[int] = mapped_column(Integer, default=0)
     pages_failed: Mapped[int] = mapped_column(Integer, default=0)
+    # Read, but with a warning a reader should look at (a repetition loop, a page over its
+    # token budget, an empty page, a repaired file): such a job is not a clean success.
+    pages_flagged: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

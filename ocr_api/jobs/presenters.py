@@ -26,6 +26,7 @@ def summary(job: Job, settings: Settings) -> JobSummary:
         pages_total=job.page_count,
         pages_done=job.pages_done,
         pages_failed=job.pages_failed,
+        pages_flagged=job.pages_flagged,
         metadata=job.job_metadata,
         created_at=job.created_at,
         finished_at=job.finished_at,

@@ -58,6 +58,11 @@ class JobSummary(BaseModel):
     pages_total: int
     pages_done: int
     pages_failed: int
+    pages_flagged: int = Field(
+        0,
+        description="pages read with a warning worth a look (repetition_loop, "
+        "token_budget_exhausted, empty_page, repaired_file...): see each page's warnings",
+    )
     metadata: dict[str, Any]
     created_at: datetime
     finished_at: datetime | None
@@ -120,6 +125,7 @@ class JobResult(BaseModel):
     source: str
     pages_total: int
     pages_failed: int
+    pages_flagged: int = Field(0, description="pages read with a warning worth a look")
     metadata: dict[str, Any]
     model_version: str | None = Field(None, description="the job's model version")
     engine: str | None = None

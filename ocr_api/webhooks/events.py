@@ -27,6 +27,7 @@ def record_job_finished(session: Session, job: Job, *, settings: Settings) -> st
             "pages_total": job.page_count,
             "pages_done": job.pages_done,
             "pages_failed": job.pages_failed,
+            "pages_flagged": job.pages_flagged,
             "error": job.error,
             "status_url": job_url(settings, job.id),
             "result_url": job_url(settings, job.id, "/result"),

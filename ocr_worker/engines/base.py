@@ -15,6 +15,10 @@ import numpy as np
 
 from ocr_api.core.contracts import PageResult
 
+# A page read with no text at all (a blank sheet, or one the engine skipped): flagged, so the
+# job does not read as a clean success when a page that should hold text came back empty.
+EMPTY_PAGE_WARNING = "empty_page"
+
 
 @dataclass(frozen=True)
 class PageImage:

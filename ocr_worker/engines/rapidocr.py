@@ -10,7 +10,7 @@ import numpy as np
 import structlog
 
 from ocr_api.core.contracts import Block, PageResult
-from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
+from ocr_worker.engines.base import EMPTY_PAGE_WARNING, OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.layout import LayoutBlock, TextBox, layout_page, render
 
 log = structlog.get_logger(__name__)
@@ -75,10 +75,12 @@ def page_result_from_boxes(
     page_no: int, boxes: list[TextBox], *, width: int, height: int
 ) -> PageResult:
     blocks = layout_page(boxes, width=width, height=height)
+    text = "\n".join(block.text for block in blocks)
     return PageResult(
         page=page_no,
         status="succeeded",
-        text="\n".join(block.text for block in blocks),
+        text=text,
+        warnings=[] if text.strip() else [EMPTY_PAGE_WARNING],
         markdown=render(blocks),
         blocks=[_block(block) for block in blocks],
         width=width,

@@ -116,7 +116,7 @@ def test_a_folder_backlog_beside_another_tenants_interactive_work(
         batch = batches[0]
         assert batch["status"] == "succeeded", batch
         assert batch["documents"]["total"] == DOCUMENTS == batch["documents"]["succeeded"]
-        assert batch["pages"] == {"total": DOCUMENTS, "done": DOCUMENTS, "failed": 0}
+        assert batch["pages"] == {"total": DOCUMENTS, "done": DOCUMENTS, "failed": 0, "flagged": 0}
         manifest = [
             json.loads(line) for line in client.get(batch["manifest_url"]).text.splitlines()
         ]

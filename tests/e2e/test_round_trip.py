@@ -115,6 +115,28 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
     assert len(mine) == 2 and {t["worker"] for t in mine} == {OCR_WORKER_NAME}
 
 
+def test_a_blank_sheet_is_flagged_in_the_status_the_result_and_the_webhook(
+    service: Service,
+) -> None:
+    """A webhook consumer must not take a document with a page that came back empty for a
+    clean success: the job counts it (pages_flagged), the page says why."""
+    tenant = service.stack.new_tenant()
+    pages = sample_pages(2, lines=3, seed=12)
+    with service.client(tenant) as client:
+        accepted = submit(
+            client,
+            scanned_pdf([pages[0], [" "], pages[1]], seed=12),
+            webhook_url=service.receiver.url("/hooks/flagged"),
+        )
+        job, _ = wait_for(client, accepted.json()["id"])
+        assert (job["status"], job["pages_failed"], job["pages_flagged"]) == ("succeeded", 0, 1)
+        assert [p["warnings"] for p in job["pages"]] == [[], ["empty_page"], []]
+        result = client.get(f"/v1/jobs/{job['id']}/result").raise_for_status().json()
+        assert result["pages_flagged"] == 1
+    hooks = wait_until(lambda: service.receiver.for_path("/hooks/flagged"), 30, what="a webhook")
+    assert hooks[0].event["data"]["pages_flagged"] == 1
+
+
 def test_readyz_reports_every_dependency(service: Service) -> None:
     ready = httpx.get(f"{service.api_url}/readyz").json()
     assert ready == {

@@ -14,7 +14,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ocr_api.core.settings import load_settings
 from ocr_worker.embedded import run_document
-from tests.factories import character_error_rate, sample_pages
+from tests.factories import character_error_rate, sample_pages, scanned_pdf
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
 UOCR = str(Path(sys.executable).with_name("uocr"))  # the console script of this environment
@@ -28,7 +28,7 @@ def test_uocr_run_writes_ordered_results_for_the_shipped_sample(tmp_path: Path) 
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "succeeded: 3 pages (0 failed)" in done.stdout
+    assert "succeeded: 3 pages (0 failed, 0 flagged)" in done.stdout
     lines = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
     assert [line["page"] for line in lines] == [1, 2, 3]
     assert set(lines[0]) >= {"page", "status", "text", "markdown", "blocks"}
@@ -128,3 +128,24 @@ def test_an_out_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         f"error: cannot write --out {in_the_way / 'results'}: Not a directory"
     ]
+
+
+def test_a_blank_sheet_in_a_scan_is_flagged_and_the_job_says_so(tmp_path: Path) -> None:
+    """A real box holds separator sheets: scanned blank (grey paper, noise, JPEG), the page
+    comes back with no text. It is read, but flagged, and the job counts it: not a clean
+    success that hides a page which may have been skipped."""
+    pages = sample_pages(2, lines=3)
+    with_blank = pymupdf.open(stream=scanned_pdf([pages[0], [" "], pages[1]], seed=4))
+    path = tmp_path / "letters.pdf"
+    with_blank.save(path)
+    done = subprocess.run(
+        [UOCR, "run", str(path), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "succeeded: 3 pages (0 failed, 1 flagged)" in done.stdout
+    document = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert document["pages_flagged"] == 1
+    assert [page["warnings"] for page in document["pages"]] == [[], ["empty_page"], []]

@@ -9,7 +9,7 @@ page with no section (the output was cut off) fails with that reason, never take
 from __future__ import annotations
 
 from ocr_api.core.contracts import PageResult
-from ocr_worker.engines.base import PageGroupInput
+from ocr_worker.engines.base import EMPTY_PAGE_WARNING, PageGroupInput
 from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
 from ocr_worker.engines.unlimited_ocr.page_guard import (
     EXTRA_SECTIONS_FLAG,
@@ -17,7 +17,7 @@ from ocr_worker.engines.unlimited_ocr.page_guard import (
     PageGuard,
 )
 
-EMPTY_FLAG = "empty_page"  # the model wrote nothing for this page (blank, or skipped)
+EMPTY_FLAG = EMPTY_PAGE_WARNING  # the model wrote nothing for this page (blank, or skipped)
 
 
 def split_sections(text: str, *, framed: bool) -> list[str]:
