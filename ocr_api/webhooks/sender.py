@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 import structlog
@@ -17,7 +18,7 @@ from ocr_api.core.errors import InvalidRequest
 from ocr_api.core.models import Batch, Job, Tenant, WebhookAttempt, WebhookDelivery
 from ocr_api.core.settings import WebhookSettings
 from ocr_api.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign
-from ocr_api.webhooks.url_policy import check_webhook_url
+from ocr_api.webhooks.url_policy import vet_webhook_url
 
 log = structlog.get_logger(__name__)
 
@@ -85,11 +86,13 @@ def _post(
 ) -> tuple[int | None, str | None, float]:
     started = time.perf_counter()
     try:
-        # Checked again at send time: DNS may have changed since the job was submitted.
-        check_webhook_url(url, allowed_private_hosts=settings.allowed_private_hosts)
+        # Checked again at send time: DNS may have changed since the job was submitted; and
+        # sent to the address checked, so it cannot change between the check and the connect.
+        target = vet_webhook_url(url, allowed_private_hosts=settings.allowed_private_hosts)
     except InvalidRequest as refused:
         return 400, f"refused: {refused.message}", started
     headers = {
+        "Host": urlsplit(url).netloc,
         "Content-Type": "application/json",
         SIGNATURE_HEADER: sign(secret, body, int(time.time())),
         EVENT_ID_HEADER: delivery_id,
@@ -98,11 +101,12 @@ def _post(
     }
     try:
         response = client.post(
-            url,
+            target.url,
             content=body,
             headers=headers,
             timeout=settings.timeout_seconds,
             follow_redirects=False,
+            extensions={"sni_hostname": target.host},  # TLS names the host, not the address
         )
         return response.status_code, None, started
     except httpx.HTTPError as error:
