@@ -40,7 +40,7 @@ def build_searchable_pdf(
         for source, result in zip(sources, results, strict=True):
             if source.key not in inputs:
                 inputs[source.key] = _open_input(source.key, fetch(source.key))
-            page = _place_scan(out, inputs[source.key], source.index)
+            page = _place_scan(out, inputs[source.key], source.index, result.rotation)
             if result.status == "succeeded" and result.width and result.height:
                 for block in result.blocks:
                     _write_block(page, font, block, (result.width, result.height))
@@ -87,10 +87,18 @@ def _png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def _place_scan(out: pymupdf.Document, source: pymupdf.Document, index: int) -> pymupdf.Page:
+def _place_scan(
+    out: pymupdf.Document, source: pymupdf.Document, index: int, rotation: int = 0
+) -> pymupdf.Page:
+    """The scan as it was read: turned upright (``rotation`` degrees clockwise) when it was fed
+    upside down or sideways, so that the text layer, in the upright page's geometry, lies on
+    its words and the reader sees the page the right way up."""
     viewed = source.load_page(index).rect  # after rotation and crop box, as rendered for OCR
-    page = out.new_page(width=viewed.width, height=viewed.height)
-    page.show_pdf_page(page.rect, source, index)
+    width, height = viewed.width, viewed.height
+    if rotation % 180:
+        width, height = height, width
+    page = out.new_page(width=width, height=height)
+    page.show_pdf_page(page.rect, source, index, rotate=-rotation)  # PyMuPDF's: anticlockwise
     return page
 
 

@@ -41,11 +41,11 @@ class ScannedDocument:
     references: list[str]  # the ground truth: reference_text of each text layer
 
 
-def scan(source: SourceDocument, variant: int = 0) -> ScannedDocument:
+def scan(source: SourceDocument, variant: int = 0, feed_turn: int = 0) -> ScannedDocument:
     with pymupdf.open(source.pdf_path) as original:
         # Content-stream order: TeX writes a page in reading order (columns one after another).
         layers = [original.load_page(i).get_text(sort=False) for i in source.pages]
-        pdf = scan_document(original, source.doc_id, source.pages, variant)
+        pdf = scan_document(original, source.doc_id, source.pages, variant, feed_turn)
     return ScannedDocument(source, pdf, layers, [reference_text(t) for t in layers])
 
 

@@ -48,10 +48,12 @@ class ScanProfile:
         return zlib.crc32(repr(self).encode())
 
 
-def scan_page(page: pymupdf.Page, profile: ScanProfile) -> bytes:
-    """The JPEG a scanner would produce of ``page``."""
+def scan_page(page: pymupdf.Page, profile: ScanProfile, feed_turn: int = 0) -> bytes:
+    """The JPEG a scanner would produce of ``page`` (fed turned ``feed_turn`` degrees)."""
     pix = page.get_pixmap(dpi=profile.dpi, colorspace=pymupdf.csGRAY, alpha=False)
     image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+    if feed_turn:
+        image = image.rotate(feed_turn, expand=True)
     image = image.filter(ImageFilter.GaussianBlur(profile.blur_radius))
     # The page lies crooked on the glass; the scanner's lid is white around it.
     image = image.rotate(profile.tilt_degrees, resample=Image.Resampling.BICUBIC, fillcolor=255)
@@ -65,14 +67,23 @@ def scan_page(page: pymupdf.Page, profile: ScanProfile) -> bytes:
 
 
 def scan_document(
-    source: pymupdf.Document, doc_id: str, page_indices: tuple[int, ...], variant: int = 0
+    source: pymupdf.Document,
+    doc_id: str,
+    page_indices: tuple[int, ...],
+    variant: int = 0,
+    feed_turn: int = 0,
 ) -> bytes:
-    """An image-only PDF of the scans of ``page_indices``, in that order."""
+    """An image-only PDF of the scans of ``page_indices``, in that order. ``feed_turn``: each
+    sheet went through the scanner turned that many degrees anticlockwise (180: upside down,
+    90 or 270: sideways, as a landscape sheet fed portrait)."""
     scanned = pymupdf.open()
     for index in page_indices:
         page = source.load_page(index)
-        jpeg = scan_page(page, ScanProfile.for_page(doc_id, index, variant))
-        target = scanned.new_page(width=page.rect.width, height=page.rect.height)
+        jpeg = scan_page(page, ScanProfile.for_page(doc_id, index, variant), feed_turn)
+        width, height = page.rect.width, page.rect.height
+        if feed_turn % 180:
+            width, height = height, width
+        target = scanned.new_page(width=width, height=height)
         target.insert_image(target.rect, stream=jpeg)
     data = scanned.tobytes(garbage=3, deflate=True)
     scanned.close()

@@ -75,6 +75,9 @@ class PageResult(BaseModel):
     blocks: list[Block] = Field(default_factory=list)
     width: int | None = None
     height: int | None = None
+    # Degrees clockwise the page was turned to read it (a sheet fed upside down or sideways):
+    # width, height and every box are those of the page turned upright.
+    rotation: Literal[0, 90, 180, 270] = 0
     error: str | None = None
     # A page that was cut by its token budget or caught looping is flagged here, never clean.
     warnings: list[str] = Field(default_factory=list)

@@ -147,6 +147,10 @@ class WorkerSettings(_Section):
     render_dpi: int = Field(200, ge=50, le=600)
     max_render_side: int = Field(4000, ge=256)
     rapidocr_threads: int = Field(2, ge=1)
+    # The CPU engine reads a page fed upside down or sideways the right way up (a page that
+    # reads badly or runs down the page is read turned as well; ocr_worker/engines/orientation).
+    # Off: every page is read as it lies (e.g. an archive of vertical Japanese text).
+    auto_rotate_pages: bool = True
     # Processes that rasterise pages beside the task. PyMuPDF holds the GIL for a whole page,
     # so rendering in the task starves the lease-renewal thread (a heavy page: 9 s), and the
     # group is taken over while its worker is alive. 0 renders in the task (embedded, tests).

@@ -60,10 +60,13 @@ class PageImageRenderer:
         # renders at a time in this process.
         self._render_lock = threading.Lock()
 
-    def render(self, source_key: str, index: int, *, max_width: int | None = None) -> PageImage:
-        """Page ``index`` (0-based) of the stored file, as the worker saw it; narrowed to
-        ``max_width`` pixels (aspect kept) when that is smaller. ObjectNotFound if the file
-        is gone, PageImageError if the page cannot be drawn."""
+    def render(
+        self, source_key: str, index: int, *, max_width: int | None = None, rotation: int = 0
+    ) -> PageImage:
+        """Page ``index`` (0-based) of the stored file, as the worker saw it: turned
+        ``rotation`` degrees clockwise when it was read turned; narrowed to ``max_width``
+        pixels (aspect kept) when that is smaller. ObjectNotFound if the file is gone,
+        PageImageError if the page cannot be drawn."""
         data = self._fetch(source_key)
         try:
             with self._render_lock:
@@ -76,6 +79,8 @@ class PageImageRenderer:
             raise
         except Exception as error:  # MuPDF and Pillow raise many kinds for a damaged file
             raise PageImageError(f"page {index + 1} cannot be rendered: {error}") from error
+        if rotation:
+            image = image.rotate(-rotation, expand=True)  # Pillow turns anticlockwise
         if max_width is not None and max_width < image.width:
             height = max(1, round(image.height * max_width / image.width))
             image = image.resize((max_width, height), Image.Resampling.LANCZOS)

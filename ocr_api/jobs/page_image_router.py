@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from ocr_api.core.contracts import PageResult
 from ocr_api.core.errors import NotFound
 from ocr_api.core.models import Page
 from ocr_api.core.storage import ObjectNotFound
@@ -66,8 +67,9 @@ _HEADERS: dict[str, Any] = {
     response_class=Response,  # no JSON 200 in the OpenAPI document: the 200 is an image
     responses={
         200: {
-            "description": "The page's scan as the engine read it (JPEG); the page's blocks' "
-            "boxes are in its pixels (scale them by the image's size when ?width= narrowed it)",
+            "description": "The page's scan as the engine read it (JPEG: turned upright when "
+            "the page was read turned, see its result's rotation); the page's blocks' boxes "
+            "are in its pixels (scale them by the image's size when ?width= narrowed it)",
             "content": {JPEG: {"schema": {"type": "string", "format": "binary"}}},
             "headers": _HEADERS,
         },
@@ -91,13 +93,14 @@ async def get_page_image(
     """Page ``page_no``'s scan, whatever the page's status (a pending page's scan too)."""
     negotiation.require(request, [JPEG])
     page = await run_in_threadpool(_page, state, tenant.id, job_id, page_no)
-    etag = _etag(page, renderer, width)
+    rotation = await run_in_threadpool(_rotation, state, page)
+    etag = _etag(page, renderer, width, rotation)
     headers = {"ETag": etag, "Cache-Control": _CACHE_CONTROL}
     if negotiation.client_has(request, etag):
         return Response(status_code=304, headers=headers)
     try:
         image = await run_in_threadpool(
-            renderer.render, page.source_key, page.source_index, max_width=width
+            renderer.render, page.source_key, page.source_index, max_width=width, rotation=rotation
         )
     except ObjectNotFound:
         raise NotFound(f"job {job_id}'s document is not stored") from None
@@ -121,10 +124,22 @@ def _page(state: AppState, tenant_id: str, job_id: str, page_no: int) -> Page:
     return page
 
 
-def _etag(page: Page, renderer: PageImageRenderer, width: int | None) -> str:
-    """What the image depends on; the job's input never changes once submitted."""
+def _rotation(state: AppState, page: Page) -> int:
+    """How the engine turned the page to read it (a sheet fed upside down or sideways): the
+    scan is shown that way, so that the page's boxes lie on its words."""
+    if page.status != "succeeded" or not page.result_key:
+        return 0
+    try:
+        return PageResult.model_validate_json(state.store.get(page.result_key)).rotation
+    except ObjectNotFound:
+        return 0
+
+
+def _etag(page: Page, renderer: PageImageRenderer, width: int | None, rotation: int) -> str:
+    """What the image depends on; the job's input never changes once submitted, and a page's
+    rotation once it is read."""
     identity = (
         f"{page.job_id}|{page.page_no}|{page.source_key}|{page.source_index}|"
-        f"{renderer.dpi}|{renderer.max_side}|{width}|{RENDERER_VERSION}"
+        f"{renderer.dpi}|{renderer.max_side}|{width}|{rotation}|{RENDERER_VERSION}"
     )
     return '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'

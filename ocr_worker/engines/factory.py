@@ -10,7 +10,10 @@ def make_engine(settings: Settings) -> OcrEngine:
     if settings.engine == "rapidocr":
         from ocr_worker.engines.rapidocr import RapidOcrEngine
 
-        return RapidOcrEngine(threads=settings.worker.rapidocr_threads)
+        return RapidOcrEngine(
+            threads=settings.worker.rapidocr_threads,
+            auto_rotate=settings.worker.auto_rotate_pages,
+        )
     if settings.engine == "unlimited_ocr":
         if settings.unlimited_ocr.engine_process:
             from ocr_worker.engines.engine_process import EngineProcess

@@ -12,6 +12,7 @@ import structlog
 from ocr_api.core.contracts import Block, PageResult
 from ocr_worker.engines.base import EMPTY_PAGE_WARNING, OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.layout import LayoutBlock, TextBox, layout_page, render
+from ocr_worker.engines.orientation import Reading, read_upright
 
 log = structlog.get_logger(__name__)
 
@@ -27,9 +28,10 @@ def _route_rapidocr_logs() -> None:
 class RapidOcrEngine(OcrEngine):
     name = "rapidocr"
 
-    def __init__(self, *, threads: int = 2) -> None:
+    def __init__(self, *, threads: int = 2, auto_rotate: bool = True) -> None:
         from rapidocr import RapidOCR
 
+        self.auto_rotate = auto_rotate
         # The text-angle classifier flips whole lines 180 degrees on clean pages: keep it off.
         self._ocr = RapidOCR(
             params={
@@ -46,15 +48,20 @@ class RapidOcrEngine(OcrEngine):
 
     def recognize_page(self, page: PageImage) -> PageResult:
         started = time.perf_counter()
-        height, width = page.pixels.shape[:2]
         try:
-            boxes = self.detect(page.pixels)
+            reading = (
+                read_upright(page.pixels, self.detect)
+                if self.auto_rotate
+                else Reading(self.detect(page.pixels), page.pixels, 0)
+            )
         except Exception as error:  # one bad page must not sink the group
             log.warning("page.failed", page=page.page_no, error=str(error))
             return PageResult(
                 page=page.page_no, status="failed", error=f"OCR failed: {error}", engine=self.name
             )
-        result = page_result_from_boxes(page.page_no, boxes, width=width, height=height)
+        height, width = reading.pixels.shape[:2]
+        result = page_result_from_boxes(page.page_no, reading.boxes, width=width, height=height)
+        result.rotation = reading.rotation
         result.engine = self.name
         result.duration_ms = int((time.perf_counter() - started) * 1000)
         return result

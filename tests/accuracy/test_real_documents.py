@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.corpus import CI_DOCUMENTS, STATE_DIR
-from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
+from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, run_uocr, scan
 from bench.accuracy_bench import overall, table
 from ocr_api.core.settings import Settings
-from ocr_worker.accuracy.scoring import bag_error
+from ocr_worker.accuracy.scoring import bag_error, document_cer, score_page
 
 pytestmark = pytest.mark.accuracy
 
@@ -95,3 +95,36 @@ def test_the_scans_are_readable(results: dict[str, DocumentResult]) -> None:
     for result in results.values():
         for page, (text, ref) in enumerate(zip(result.bare_texts, result.references, strict=True)):
             assert bag_error(text, ref) < 0.10, f"{result.doc_id} page {page}"
+
+
+# Sheets a feeder turned: an English page with code upside down, the Chinese pages and the
+# data tables sideways (each way).
+FED_TURNED = {"r-lang": 180, "xecjk": 90, "r-data": 270}
+
+
+@pytest.fixture(scope="module")
+def turned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
+    """uocr's CER on each document of FED_TURNED scanned as the feeder turned it."""
+    settings, work = Settings(), tmp_path_factory.mktemp("turned")
+    cer = {}
+    for doc in CI_DOCUMENTS:
+        if doc.doc_id in FED_TURNED and doc.pdf_path.is_file():
+            scanned = scan(doc, feed_turn=FED_TURNED[doc.doc_id])
+            texts = run_uocr(scanned.pdf, work / doc.doc_id, settings)
+            texts = (texts + [""] * len(scanned.references))[: len(scanned.references)]
+            scores = [score_page(t, r) for t, r in zip(texts, scanned.references, strict=True)]
+            cer[doc.doc_id] = document_cer(scores)
+    return cer
+
+
+@pytest.mark.parametrize("doc_id", list(FED_TURNED))
+def test_real_pages_fed_upside_down_or_sideways_read_as_well_as_upright(
+    results: dict[str, DocumentResult], turned: dict[str, float], doc_id: str
+) -> None:
+    """Read as they lay, these pages were garbage (bench/orientation_bench.py); turned upright
+    they must read as the same pages scanned upright do, within the suite's margin."""
+    upright = results[doc_id].cer_uocr
+    assert turned[doc_id] <= upright + MARGIN, (
+        f"{doc_id} fed turned {FED_TURNED[doc_id]}°: CER {turned[doc_id]:.2%}, "
+        f"upright {upright:.2%}"
+    )

@@ -97,3 +97,19 @@ def test_small_inputs_are_fetched_once_and_large_ones_are_not_kept(
         renderer.render("jobs/j/input/000.pdf", 0)  # larger than the cache: fetched each time
     assert fetched.count("jobs/j/input/001.tiff") == 1
     assert fetched.count("jobs/j/input/000.pdf") == 2
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_a_page_read_turned_is_shown_as_the_engine_read_it(
+    store: LocalObjectStore, rotation: int
+) -> None:
+    """A sheet fed upside down or sideways is read turned upright (PageResult.rotation), and
+    its boxes are in the turned page's pixels: the scan the console shows is turned the same."""
+    worker = PageRasterizer(store, dpi=DPI, max_side=MAX_SIDE).render("jobs/j/input/000.pdf", 0)
+    read = np.rot90(worker, -rotation // 90)  # clockwise, as the engine turned it
+    image = PageImageRenderer(store, dpi=DPI, max_side=MAX_SIDE).render(
+        "jobs/j/input/000.pdf", 0, rotation=rotation
+    )
+    pixels = _pixels(image.data)
+    assert pixels.shape == read.shape
+    assert np.abs(pixels - read.astype(np.int16)).mean() < 4

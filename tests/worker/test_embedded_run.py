@@ -9,6 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 from PIL import Image, ImageDraw, ImageFont
 
@@ -149,3 +150,47 @@ def test_a_blank_sheet_in_a_scan_is_flagged_and_the_job_says_so(tmp_path: Path) 
     document = json.loads((tmp_path / "out" / "result.json").read_text())
     assert document["pages_flagged"] == 1
     assert [page["warnings"] for page in document["pages"]] == [[], ["empty_page"], []]
+
+
+def test_sheets_fed_upside_down_and_sideways_come_back_upright_and_searchable(
+    tmp_path: Path,
+) -> None:
+    """The sample's pages as a feeder turns them: the second upside down, the third sideways.
+    Each is read upright, and the searchable PDF shows it upright with its text layer on its
+    words (the first line, "Page N of the archive", at the top left)."""
+    fed = pymupdf.open()
+    with pymupdf.open(SAMPLE) as sample:
+        for index, turn in enumerate((0, 180, 90)):
+            pix = sample[index].get_pixmap(dpi=150)
+            image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples).rotate(
+                turn, expand=True
+            )
+            buffer = io.BytesIO()
+            image.save(buffer, format="JPEG", quality=80)
+            page = fed.new_page(width=image.width * 72 / 150, height=image.height * 72 / 150)
+            page.insert_image(page.rect, stream=buffer.getvalue())
+    path = tmp_path / "fed.pdf"
+    fed.save(path)
+    done = subprocess.run(
+        [UOCR, "run", str(path), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [
+        json.loads(line) for line in (tmp_path / "out" / "pages.jsonl").read_text().splitlines()
+    ]
+    assert [line["rotation"] for line in lines] == [0, 180, 90]
+    for expected, line in zip(sample_pages(3), lines, strict=True):
+        assert character_error_rate("\n".join(expected), line["text"]) < 0.05
+    with pymupdf.open(tmp_path / "out" / "result.pdf") as searchable:
+        for number, page in enumerate(searchable, start=1):
+            assert page.rect.height > page.rect.width  # portrait, as the sheet was printed
+            first = next(w for w in page.get_text("words") if w[4] == "Page")
+            assert first[1] < page.rect.height * 0.15 and first[0] < page.rect.width * 0.3
+            ink = np.frombuffer(
+                page.get_pixmap(dpi=30, colorspace=pymupdf.csGRAY).samples, np.uint8
+            )
+            top, bottom = ink[: ink.size // 2], ink[ink.size // 2 :]
+            assert top.mean() < bottom.mean(), number  # the text is at the top: upright

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pymupdf
@@ -12,6 +13,8 @@ from PIL import Image
 from ocr_worker.engines.base import PageGroupInput, PageImage
 from ocr_worker.engines.rapidocr import RapidOcrEngine
 from tests.factories import character_error_rate
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +117,27 @@ def test_a_tilted_noisy_scan_reads_paragraphs_then_columns_in_order(
     starts = [result.text.find(" ".join(line.split()[:2])) for line in expected]
     assert -1 not in starts and starts == sorted(starts), result.text
     assert result.blocks[0].label == "title"
+
+
+def _sample_page(index: int) -> np.ndarray:
+    """A page of the shipped sample: a scan (noise, JPEG) of a page of numbered lines."""
+    with pymupdf.open(SAMPLE) as sample:
+        pix = sample[index].get_pixmap(dpi=150, colorspace=pymupdf.csRGB)
+    return np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3).copy()
+
+
+@pytest.mark.parametrize(("quarter_turns", "rotation"), [(2, 180), (1, 90), (3, 270)])
+def test_a_sheet_fed_upside_down_or_sideways_is_read_upright(
+    engine: RapidOcrEngine, quarter_turns: int, rotation: int
+) -> None:
+    upright = _sample_page(1)
+    expected = engine.recognize_page(PageImage(2, upright))
+    assert expected.rotation == 0  # an upright page that reads well is not turned
+    fed = np.ascontiguousarray(np.rot90(upright, quarter_turns))  # anticlockwise
+    read = engine.recognize_page(PageImage(2, fed))
+    assert read.rotation == rotation
+    assert (read.width, read.height) == (expected.width, expected.height)  # the upright page's
+    assert character_error_rate(expected.text, read.text) < 0.02
+    as_it_lies = RapidOcrEngine(threads=2, auto_rotate=False).recognize_page(PageImage(2, fed))
+    assert as_it_lies.rotation == 0
+    assert character_error_rate(expected.text, as_it_lies.text) > 0.3  # what it was before
