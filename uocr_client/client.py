@@ -100,7 +100,9 @@ class UocrClient:
         kind = content_type_of(path)
         target = UploadTarget.model_validate(
             self._send(
-                "POST", "/v1/uploads", json={"filename": path.name, "content_type": kind}
+                "POST",
+                "/v1/uploads",
+                json={"filename": path.name, "content_type": kind, "size": path.stat().st_size},
             ).json()
         )
         with path.open("rb") as body:

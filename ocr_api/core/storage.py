@@ -62,7 +62,9 @@ class ObjectStore(Protocol):
     def exists(self, key: str) -> bool: ...
     def size(self, key: str) -> int: ...
     def presigned_url(self, key: str) -> str: ...
-    def presigned_upload_url(self, key: str, content_type: str) -> str: ...
+    def presigned_upload_url(
+        self, key: str, content_type: str, size: int | None = None
+    ) -> str: ...
     def ping(self) -> None: ...
 
 
@@ -162,14 +164,16 @@ class S3ObjectStore:
             )
         )
 
-    def presigned_upload_url(self, key: str, content_type: str) -> str:
+    def presigned_upload_url(self, key: str, content_type: str, size: int | None = None) -> str:
         """A PUT straight into the bucket: big scans never pass through the API process. The
-        client must send the same Content-Type (it is signed)."""
+        client must send the same Content-Type, and with ``size`` exactly that many bytes
+        (both are signed: the store refuses anything else)."""
+        params: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "ContentType": content_type}
+        if size is not None:
+            params["ContentLength"] = size
         return str(
             self.client.generate_presigned_url(
-                "put_object",
-                Params={"Bucket": self.bucket, "Key": key, "ContentType": content_type},
-                ExpiresIn=self.presign_seconds,
+                "put_object", Params=params, ExpiresIn=self.presign_seconds
             )
         )
 
@@ -232,7 +236,7 @@ class LocalObjectStore:
     def presigned_url(self, key: str) -> str:
         return self._path(key).as_uri()
 
-    def presigned_upload_url(self, key: str, content_type: str) -> str:
+    def presigned_upload_url(self, key: str, content_type: str, size: int | None = None) -> str:
         return self._path(key).as_uri()  # a client on this machine writes the file there
 
     def ping(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from ocr_api.core import object_keys
+from ocr_api.core.errors import PayloadTooLarge
 from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.jobs.input_limits import check_name
 from ocr_api.uploads.schemas import UploadCreate, UploadTarget
@@ -28,10 +29,13 @@ router = APIRouter(
 @router.post("", response_model=UploadTarget, status_code=201)
 def create_upload(body: UploadCreate, state: StateDep, tenant: TenantDep) -> UploadTarget:
     """A URL to PUT one document to; the object is the tenant's, under its inbox."""
+    limit = state.settings.max_upload_bytes
+    if body.size is not None and body.size > limit:
+        raise PayloadTooLarge(f"a {body.size}-byte document is over the {limit}-byte upload limit")
     key = object_keys.upload_key(tenant.id, check_name(body.filename))
     return UploadTarget(
         object_key=key,
-        upload_url=state.store.presigned_upload_url(key, body.content_type),
+        upload_url=state.store.presigned_upload_url(key, body.content_type, body.size),
         headers={"Content-Type": body.content_type},
         expires_in_seconds=state.settings.s3.presign_seconds,
         max_bytes=state.settings.max_upload_bytes,

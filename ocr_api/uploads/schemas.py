@@ -17,6 +17,13 @@ class UploadCreate(BaseModel):
         pattern=r"^(application/pdf|image/(png|jpeg|tiff))$",
         description="sent again, identical, as the PUT's Content-Type header",
     )
+    size: int | None = Field(
+        None,
+        ge=1,
+        description="the document's bytes: a document over the upload limit is refused here, "
+        "before it is sent, and the URL is signed for this length only (the store refuses any "
+        "other)",
+    )
 
 
 class UploadTarget(BaseModel):

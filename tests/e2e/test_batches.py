@@ -240,8 +240,16 @@ def test_a_presigned_upload_goes_straight_to_the_bucket(service: Service) -> Non
     tenant = service.stack.new_tenant()
     document = scanned_pdf(sample_pages(2, lines=2, seed=31))
     with service.client(tenant) as client:
-        target = client.post("/v1/uploads", json={"filename": "big scan.pdf"}).json()
+        too_big = client.post(
+            "/v1/uploads", json={"filename": "huge.pdf", "size": target_limit(service) + 1}
+        )
+        assert too_big.status_code == 413, too_big.text  # refused before a byte is sent
+        assert "upload limit" in too_big.json()["detail"]
+        declared = {"filename": "big scan.pdf", "size": len(document)}
+        target = client.post("/v1/uploads", json=declared).json()
         assert target["object_key"].startswith(f"inbox/{tenant.tenant_id}/")
+        # The length is signed (SigV4): a store that checks signatures refuses another length.
+        assert "content-length" in target["upload_url"].split("X-Amz-SignedHeaders=")[1]
         put = httpx.put(target["upload_url"], content=document, headers=target["headers"])
         assert put.status_code == 200
         job = client.post("/v1/jobs", json={"object_key": target["object_key"]})
@@ -254,3 +262,7 @@ def test_a_presigned_upload_goes_straight_to_the_bucket(service: Service) -> Non
             ).page_count
             == 2
         )
+
+
+def target_limit(service: Service) -> int:
+    return service.stack.settings.max_upload_bytes
