@@ -60,6 +60,7 @@ class ClaimedGroup:
     pages: list[PageRef]  # output pages not yet done
     is_last: bool
     lease_token: str  # this claim's, fencing its renewals and its record
+    interactive: bool = False  # the job's priority: the engine takes it ahead of the backlog
 
 
 @dataclass
@@ -197,6 +198,7 @@ class PageGroupPipeline:
             pages=[_ref(p) for p in pages],
             is_last=group.last_position == job.page_count - 1,
             lease_token=group.lease_owner or "",
+            interactive=job.priority == "interactive",
         )
 
     def _give_up(self, session: Session, job: Job, group: PageGroup) -> None:
@@ -224,7 +226,14 @@ class PageGroupPipeline:
                 images.append(item)
             else:
                 failed[ref.page_no] = PageResult(page=ref.page_no, status="failed", error=str(item))
-        group = PageGroupInput(job_id, claimed.group_index, context_images, images, claimed.is_last)
+        group = PageGroupInput(
+            job_id,
+            claimed.group_index,
+            context_images,
+            images,
+            claimed.is_last,
+            interactive=claimed.interactive,
+        )
         decoded = self.engine.run_group(group) if images else []
         by_page = {r.page: r for r in decoded} | failed
         missing = [ref.page_no for ref in claimed.pages if ref.page_no not in by_page]

@@ -42,6 +42,8 @@ class PageGroupInput:
     context: list[PageImage]  # boundary pages already output by the previous group
     pages: list[PageImage]  # pages to output, in document order
     is_last: bool
+    # An interactive job's group: an engine that queues groups takes it ahead of the backlog.
+    interactive: bool = False
 
 
 class OcrEngine(ABC):

@@ -266,6 +266,7 @@ class UnlimitedOcrEngine(OcrEngine):
             max_new_tokens=budget,
             keep_pages=keep,
             already_generated=written if len(written) < budget else (),
+            interactive=group.interactive,
         )
 
     def _token_text(self, token: int) -> str:

@@ -41,6 +41,8 @@ class DecodeRequest:
     # Output already written for the context pages by the document's previous group: fed as if
     # this sequence had generated it (the guard sees it too), so it is not decoded again.
     already_generated: tuple[int, ...] = ()
+    # An interactive job's group: it waits for a slot ahead of every backlog group.
+    interactive: bool = False
 
 
 @dataclass
@@ -98,7 +100,11 @@ class Scheduler:
             > self.workspace.num_blocks
         ):
             raise ValueError(f"{request.seq_id}: needs more blocks than the whole workspace has")
-        self.waiting.append(request)
+        if request.interactive:  # after the interactive groups already waiting, before the rest
+            ahead = sum(1 for waiting in self.waiting if waiting.interactive)
+            self.waiting.insert(ahead, request)
+        else:
+            self.waiting.append(request)
 
     def step(self) -> list[Finished]:
         """Admit what fits, run one decode step for every running sequence, retire the done.

@@ -414,3 +414,20 @@ def test_greedy_picks_what_argmax_picks_ties_and_all() -> None:
     assert greedy(logits).tolist()[1:] == [5, 1009, 129279, 0, 0]
     odd = torch.randn(3, 1000, generator=g)  # not a multiple of the chunks: plain argmax
     assert torch.equal(greedy(odd), odd.argmax(-1))
+
+
+def test_an_interactive_group_takes_the_next_free_slot_ahead_of_the_backlog(model) -> None:  # type: ignore[no-untyped-def]
+    """A GPU worker deep in an overnight backlog: every slot busy, backlog groups waiting. An
+    app's interactive job arriving then is admitted at the next free slot, not after them, and
+    decodes what it would have alone."""
+    scheduler = _scheduler(model, concurrency=1)
+    for name in ("backlog-1", "backlog-2", "backlog-3"):
+        scheduler.submit(_request(model, name, [1], [5], 6))
+    scheduler.step()  # backlog-1 holds the only slot
+    urgent = _request(model, "app", [2], [6], 6)
+    urgent.interactive = True
+    scheduler.submit(urgent)
+    finished = scheduler.run()
+    assert [f.sequence.seq_id for f in finished] == ["backlog-1", "app", "backlog-2", "backlog-3"]
+    alone = _run(model, [_request(model, "app", [2], [6], 6)])
+    assert _outputs(finished)["app"] == alone["app"]
