@@ -273,7 +273,11 @@ class PageGroupPipeline:
     def _record(self, job_id: str, claimed: ClaimedGroup, results: list[PageResult]) -> bool:
         """Mark the pages done, if the group is still ours: not if its lease lapsed (a database
         outage longer than the lease) and another worker claimed it since. A lapsed lease whose
-        group nobody claimed yet is still recorded: the work is done."""
+        group nobody claimed yet is still recorded: the work is done. Checked before the pages
+        are written too: their objects are at fixed keys, and a group that overran its time
+        limit and was read elsewhere meanwhile must not overwrite its new owner's pages."""
+        if not self._still_ours(claimed):
+            return False
         keys = assembly.write_pages(self.store, job_id, results)
         with transaction(self.sessions) as session:
             job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
@@ -302,6 +306,15 @@ class PageGroupPipeline:
             _recount(session, job)
             assembly.write_progress(self.store, job)
             return True
+
+    def _still_ours(self, claimed: ClaimedGroup) -> bool:
+        with self.sessions() as session:
+            status, owner = session.execute(
+                select(PageGroup.status, PageGroup.lease_owner).where(
+                    PageGroup.id == claimed.group_id
+                )
+            ).one()
+        return bool(status == "pending" or owner == claimed.lease_token)
 
     def _release(self, claimed: ClaimedGroup) -> None:
         try:

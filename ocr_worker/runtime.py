@@ -18,6 +18,7 @@ from ocr_api.core.dispatch import CeleryDispatcher, Dispatcher
 from ocr_api.core.settings import Settings
 from ocr_api.core.storage import ObjectStore, make_object_store
 from ocr_worker.engines.base import OcrEngine
+from ocr_worker.engines.engine_process import stop_worker
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
 from ocr_worker.worker_metrics import WorkerMetrics
@@ -49,7 +50,9 @@ class WorkerRuntime:
             dispatcher=CeleryDispatcher(
                 app, settings.group_time_limit, settings.long_document_pages
             ),
-            http=httpx.Client(),
+            # No kept connections: each webhook connects to the address its URL was vetted
+            # to, and two tenants' hosts behind one address must not share a TLS connection.
+            http=httpx.Client(limits=httpx.Limits(max_keepalive_connections=0)),
             metrics=WorkerMetrics(render_processes=settings.worker.render_processes)
             if settings.worker.metrics_port is not None
             else None,
@@ -63,7 +66,7 @@ class WorkerRuntime:
 
     def _build_pipeline(self) -> PageGroupPipeline:
         if self._pipeline is None:
-            self.engine = self.engine or make_ocr_engine(self.settings)
+            self.engine = self.engine or make_ocr_engine(self.settings, when_lost=stop_worker)
             if self.metrics is not None:
                 self.engine.count_tokens = self.metrics.tokens_generated
             self._pipeline = PageGroupPipeline(

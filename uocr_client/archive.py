@@ -27,6 +27,9 @@ class Document:
     path: Path
     name: str  # relative to what was given: the name results are written under
     idempotency_key: str
+    # The key uocr gave the file before keys carried the batch and the name (its bytes and
+    # options only): a batch begun by an older client is resumed, not sent again.
+    earlier_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,10 +85,11 @@ def submit_archive(
     # A document's key is its bytes, its options, the batch and its name: run again, the batch
     # skips what it holds; two files with the same bytes (a box's duplicate separator sheets,
     # a scan already sent in another batch) are each a document of this batch with a result.
-    documents = [
-        Document(path, name, content_key(file_digest(path), _placed(options, batch_name, name)))
-        for path, name in files
-    ]
+    documents = []
+    for path, name in files:
+        digest = file_digest(path)
+        placed = content_key(digest, _placed(options, batch_name, name))
+        documents.append(Document(path, name, placed, content_key(digest, options)))
     batch = client.create_batch(
         idempotency_key=batch_key(batch_name),
         name=batch_name,
@@ -96,7 +100,7 @@ def submit_archive(
     if batch.status != "open":  # an earlier run added everything and closed it
         return Submitted(batch, 0, len(documents))
     known = {job.idempotency_key for job in client.batch_jobs(batch.id)}
-    todo = [d for d in documents if d.idempotency_key not in known]
+    todo = [d for d in documents if not {d.idempotency_key, d.earlier_key} & known]
 
     def send(document: Document) -> None:
         key = client.upload(document.path)

@@ -95,7 +95,9 @@ async def get_page_image(
     page = await run_in_threadpool(_page, state, tenant.id, job_id, page_no)
     rotation = await run_in_threadpool(_rotation, state, page)
     etag = _etag(page, renderer, width, rotation)
-    headers = {"ETag": etag, "Cache-Control": _CACHE_CONTROL}
+    # Until the page is read its image may still turn (a sheet read upside down): revalidate.
+    settled = page.status in ("succeeded", "failed", "canceled")
+    headers = {"ETag": etag, "Cache-Control": _CACHE_CONTROL if settled else "no-cache"}
     if negotiation.client_has(request, etag):
         return Response(status_code=304, headers=headers)
     try:

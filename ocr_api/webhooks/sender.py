@@ -6,6 +6,7 @@ Timeouts, connection errors and 5xx are retried; 3xx and 4xx are final (the rece
 from __future__ import annotations
 
 import time
+import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -18,7 +19,7 @@ from ocr_api.core.errors import InvalidRequest
 from ocr_api.core.models import Batch, Job, Tenant, WebhookAttempt, WebhookDelivery
 from ocr_api.core.settings import WebhookSettings
 from ocr_api.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign
-from ocr_api.webhooks.url_policy import vet_webhook_url
+from ocr_api.webhooks.url_policy import VettedUrl, vet_webhook_url
 
 log = structlog.get_logger(__name__)
 
@@ -91,8 +92,11 @@ def _post(
         target = vet_webhook_url(url, allowed_private_hosts=settings.allowed_private_hosts)
     except InvalidRequest as refused:
         return 400, f"refused: {refused.message}", started
+    if _through_proxy(url):  # the egress proxy connects, and checks TLS against the name
+        target = VettedUrl(url, target.host)
+    named = httpx.URL(url)
     headers = {
-        "Host": urlsplit(url).netloc,
+        "Host": named.netloc.decode("ascii"),  # IDNA-encoded, as httpx would have sent it
         "Content-Type": "application/json",
         SIGNATURE_HEADER: sign(secret, body, int(time.time())),
         EVENT_ID_HEADER: delivery_id,
@@ -106,11 +110,20 @@ def _post(
             headers=headers,
             timeout=settings.timeout_seconds,
             follow_redirects=False,
-            extensions={"sni_hostname": target.host},  # TLS names the host, not the address
+            extensions={"sni_hostname": named.raw_host.decode("ascii")},  # TLS: the name
         )
         return response.status_code, None, started
-    except httpx.HTTPError as error:
+    except Exception as error:  # whatever failed, the attempt is recorded and retried
         return None, f"{type(error).__name__}: {error}", started
+
+
+def _through_proxy(url: str) -> bool:
+    """Whether httpx sends ``url`` through a proxy set in the environment (HTTPS_PROXY...)."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass_environment(parts.hostname or "")  # type: ignore[attr-defined]
 
 
 def _classify(

@@ -42,6 +42,8 @@ log = structlog.get_logger(__name__)
 
 PROCESS_NAME = "uocr-engine"
 PR_SET_NAME = 15  # prctl(2)
+# The model loads before the child answers: ~80 s for v1 on the H200, seconds on the CPU.
+START_TIMEOUT_SECONDS = 900
 
 
 class EngineProcessDied(RuntimeError):
@@ -55,8 +57,9 @@ class EngineProcess(OcrEngine):
     A child that dies (a CUDA fault, the kernel's OOM killer) fails the groups it held, whose
     leases pass them on, and the next call starts a new one, as the worker started the first: a
     worker that kept a dead engine would fail every group it took until their pages gave up.
-    If a new child cannot start (the card is gone), ``when_lost`` runs: by default the worker
-    stops (a warm shutdown) so that its supervisor sees it and starts a fresh one."""
+    If a new child cannot start (the card is gone, or it is not ready within
+    ``START_TIMEOUT_SECONDS``), ``when_lost`` runs: a Celery worker stops then (``stop_worker``:
+    a warm shutdown) so that its supervisor sees it and starts a fresh one."""
 
     def __init__(
         self,
@@ -65,7 +68,7 @@ class EngineProcess(OcrEngine):
         when_lost: Callable[[], None] | None = None,
     ) -> None:
         self._settings, self._build = settings, build
-        self._when_lost = when_lost or _stop_this_worker
+        self._when_lost = when_lost or (lambda: None)
         self._restart_lock = threading.Lock()
         self.restarts = 0
         self._child = _Child(settings, build, self._count)  # the model loads before any task
@@ -131,7 +134,15 @@ class _Child:
         )
         self.process.start()
         child_end.close()
-        kind, value = self._connection.recv()
+        if not self._connection.poll(START_TIMEOUT_SECONDS):  # a child wedged on a faulted card
+            self.process.kill()
+            self.process.join(5)
+            raise RuntimeError(f"the engine process was not ready in {START_TIMEOUT_SECONDS} s")
+        try:
+            kind, value = self._connection.recv()
+        except EOFError:  # it died loading
+            self.process.join(5)
+            kind, value = "failed", f"exit code {self.process.exitcode}"
         if kind != "ready":
             self.process.join(5)
             raise RuntimeError(f"the engine process failed to start: {value}")
@@ -202,7 +213,7 @@ class _Child:
             future.set_exception(EngineProcessDied(reason))
 
 
-def _stop_this_worker() -> None:
+def stop_worker() -> None:
     """Celery's warm shutdown: the tasks in hand end (their groups fail over), then the worker
     exits and its supervisor (Kubernetes, systemd, ``uocr worker``'s parent) decides."""
     log.error("worker.stopping", reason="its engine process cannot be started again")

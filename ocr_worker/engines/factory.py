@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ocr_api.core.settings import Settings
 from ocr_worker.engines.base import OcrEngine
 
 
-def make_engine(settings: Settings) -> OcrEngine:
+def make_engine(settings: Settings, when_lost: Callable[[], None] | None = None) -> OcrEngine:
+    """``when_lost``: what a worker does when its engine process cannot be started again."""
     if settings.engine == "rapidocr":
         from ocr_worker.engines.rapidocr import RapidOcrEngine
 
@@ -18,7 +21,7 @@ def make_engine(settings: Settings) -> OcrEngine:
         if settings.unlimited_ocr.engine_process:
             from ocr_worker.engines.engine_process import EngineProcess
 
-            return EngineProcess(settings, build=unlimited_ocr_engine)
+            return EngineProcess(settings, build=unlimited_ocr_engine, when_lost=when_lost)
         return unlimited_ocr_engine(settings)
     raise ValueError(f"unknown engine {settings.engine!r}")
 

@@ -120,3 +120,15 @@ def test_the_pinned_request_names_the_host_it_was_sent_for() -> None:
     finally:
         internal.shutdown()
     assert status == 204 and _Receiver.hits[-1] == f"127.0.0.1:{port}"
+
+
+def test_behind_an_egress_proxy_the_url_goes_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy connects (and TLS is checked against the name end to end): pinning an address
+    there would make every https webhook fail its certificate check."""
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "hooks.partner.example")
+    assert sender._through_proxy("https://hooks.example.org/h")
+    assert not sender._through_proxy("https://hooks.partner.example/h")
+    assert not sender._through_proxy("http://hooks.example.org/h")  # no HTTP_PROXY set

@@ -26,6 +26,9 @@ from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_client import UocrClient, content_key
+from uocr_client.archive import batch_key
+from uocr_client.keys import file_digest
 
 DOCUMENTS = 200
 
@@ -210,6 +213,36 @@ def test_every_file_of_a_box_gets_its_own_result_even_when_files_repeat(
     out, _ = again.communicate(timeout=120)
     assert again.returncode == 0 and "0 uploaded, 4 already there" in out, out
     assert _batch_jobs(service, "box") == 4
+
+
+def test_a_batch_begun_by_an_older_client_is_resumed_not_sent_again(
+    service: Service, tmp_path: Path
+) -> None:
+    """uocr before keys carried the batch and the file's name keyed a file by its bytes and
+    options: a box half-sent then, run again with this client, sends only the rest."""
+    tenant = service.stack.new_tenant()
+    folder = tmp_path / "box"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"page-{i}.pdf").write_bytes(scanned_pdf(sample_pages(1, lines=2, seed=80 + i)))
+    first = folder / "page-0.pdf"
+    with UocrClient(service.api_url, tenant.api_key) as client:
+        batch = client.create_batch(idempotency_key=batch_key("half"), name="half", open=True)
+        earlier = content_key(file_digest(first), {"priority": "backlog"})
+        client.add_documents(
+            batch.id,
+            [
+                {
+                    "object_key": client.upload(first),
+                    "idempotency_key": earlier,
+                    "source_name": "page-0.pdf",
+                }
+            ],
+        )
+    run = _uocr(service, tenant.api_key, "submit", str(folder), "--batch", "half", "--wait")
+    out, _ = run.communicate(timeout=300)
+    assert run.returncode == 0 and "1 uploaded, 1 already there" in out, out
+    assert _batch_jobs(service, "half") == 2
 
 
 def test_a_long_document_does_not_hold_short_ones_behind_it(service: Service) -> None:

@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from ocr_api.core.contracts import PageResult
 from ocr_api.core.db import transaction
 from ocr_api.core.models import PageGroup
+from ocr_worker.assembly import load_page_results
 from ocr_worker.engines.base import PageGroupInput
 from ocr_worker.lease import LeaseKeeper
 from ocr_worker.pipeline import PageGroupPipeline
@@ -137,7 +138,7 @@ class HangingEngine(ScriptedEngine):
 
     def run_group(self, group: PageGroupInput) -> list[PageResult]:
         self.release.wait(60)
-        return super().run_group(group)
+        return [r.model_copy(update={"text": "stale"}) for r in super().run_group(group)]
 
 
 def test_a_group_stuck_in_its_thread_is_let_go_at_its_time_limit_and_runs_elsewhere(
@@ -181,3 +182,5 @@ def test_a_group_stuck_in_its_thread_is_let_go_at_its_time_limit_and_runs_elsewh
     task.join(30)
     assert outcome == ["lease_lost"]
     assert _group(harness, job_id).attempts == 2
+    texts = [r.text for r in load_page_results(harness.store, harness.job(job_id))]
+    assert texts == ["text of page 1", "text of page 2"]  # the new owner's, not overwritten
