@@ -108,8 +108,8 @@ def test_progress_moves_page_by_page_not_group_by_group(tmp_path: Path) -> None:
     assert list(dict.fromkeys(done)) == [0, 1, 2, 3, 4, 5]  # every page a step of its own
 
 
-def _uocr_run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([UOCR, "run", *args], capture_output=True, text=True, timeout=120)
+def _uocr_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([UOCR, "run", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_reversed_page_range_says_so(tmp_path: Path) -> None:
@@ -139,12 +139,7 @@ def test_a_blank_sheet_in_a_scan_is_flagged_and_the_job_says_so(tmp_path: Path) 
     with_blank = pymupdf.open(stream=scanned_pdf([pages[0], [" "], pages[1]], seed=4))
     path = tmp_path / "letters.pdf"
     with_blank.save(path)
-    done = subprocess.run(
-        [UOCR, "run", str(path), "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _uocr_run(str(path), "--out", str(tmp_path / "out"), timeout=300)
     assert done.returncode == 0, done.stderr
     assert "succeeded: 3 pages (0 failed, 1 flagged)" in done.stdout
     document = json.loads((tmp_path / "out" / "result.json").read_text())
@@ -171,12 +166,7 @@ def test_sheets_fed_upside_down_and_sideways_come_back_upright_and_searchable(
             page.insert_image(page.rect, stream=buffer.getvalue())
     path = tmp_path / "fed.pdf"
     fed.save(path)
-    done = subprocess.run(
-        [UOCR, "run", str(path), "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _uocr_run(str(path), "--out", str(tmp_path / "out"), timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [
         json.loads(line) for line in (tmp_path / "out" / "pages.jsonl").read_text().splitlines()

@@ -25,6 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ocr_worker.engines.unlimited_ocr.triton_kernels import residual_rms_norm
+
 
 @dataclass(frozen=True)
 class Tiles:
@@ -359,12 +361,19 @@ def _combine(
     delta = (total.to(dtype).to(tl.float32) + shared).to(dtype)
     if ADD_NORM:
         x = tl.load(x_ptr + n * HIDDEN + columns, mask=inside, other=0.0).to(tl.float32)
-        x = (x + delta.to(tl.float32)).to(dtype).to(tl.float32)
-        tl.store(summed_ptr + n * HIDDEN + columns, x.to(dtype), mask=inside)
-        variance = tl.sum(x * x, axis=0) / HIDDEN
-        normed = (x * tl.rsqrt(variance + eps)).to(dtype).to(tl.float32)
-        weight = tl.load(norm_weight_ptr + columns, mask=inside, other=0.0).to(tl.float32)
-        tl.store(out_ptr + n * HIDDEN + columns, (normed * weight).to(dtype), mask=inside)
+        residual_rms_norm(
+            x,
+            delta.to(tl.float32),
+            norm_weight_ptr,
+            summed_ptr,
+            out_ptr,
+            n,
+            columns,
+            inside,
+            eps,
+            HIDDEN,
+            True,
+        )
     else:
         tl.store(out_ptr + n * HIDDEN + columns, delta, mask=inside)
 

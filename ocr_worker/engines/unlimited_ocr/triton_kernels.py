@@ -223,16 +223,38 @@ def _add_rms_norm(
     n = tl.program_id(0)
     columns = tl.arange(0, BLOCK)
     inside = columns < COLUMNS
-    dtype = out_ptr.dtype.element_ty
     x = tl.load(x_ptr + n * COLUMNS + columns, mask=inside, other=0.0).to(tl.float32)
+    delta = x
+    if ADD:
+        delta = tl.load(delta_ptr + n * COLUMNS + columns, mask=inside, other=0.0).to(tl.float32)
+    residual_rms_norm(x, delta, weight_ptr, sum_ptr, out_ptr, n, columns, inside, eps, COLUMNS, ADD)
+
+
+@triton.jit
+def residual_rms_norm(
+    x,
+    delta,
+    weight_ptr,
+    sum_ptr,
+    out_ptr,
+    row,
+    columns,
+    inside,
+    eps,
+    COLUMNS: tl.constexpr,
+    ADD: tl.constexpr,
+):
+    """One row: x + delta (ADD; x and delta hold values of the model's dtype, in fp32) stored
+    at sum_ptr, then its RMSNorm times the weight at out_ptr, rounded as transformers rounds."""
+    dtype = out_ptr.dtype.element_ty
+    offsets = row * COLUMNS + columns
     if ADD:  # the residual stream is kept in the model's dtype, as the torch ops keep it
-        delta = tl.load(delta_ptr + n * COLUMNS + columns, mask=inside, other=0.0)
-        x = (x + delta.to(tl.float32)).to(dtype).to(tl.float32)
-        tl.store(sum_ptr + n * COLUMNS + columns, x.to(dtype), mask=inside)
+        x = (x + delta).to(dtype).to(tl.float32)
+        tl.store(sum_ptr + offsets, x.to(dtype), mask=inside)
     variance = tl.sum(x * x, axis=0) / COLUMNS
     normed = (x * tl.rsqrt(variance + eps)).to(dtype).to(tl.float32)
     weight = tl.load(weight_ptr + columns, mask=inside, other=0.0).to(tl.float32)
-    tl.store(out_ptr + n * COLUMNS + columns, (normed * weight).to(dtype), mask=inside)
+    tl.store(out_ptr + offsets, (normed * weight).to(dtype), mask=inside)
 
 
 def add_rms_norm(
