@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -283,7 +284,7 @@ class PageGroupPipeline:
             job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
             group = session.get(PageGroup, claimed.group_id, with_for_update=True)
             assert group is not None and job is not None
-            if group.status != "pending" and group.lease_owner != claimed.lease_token:
+            if not _ours(group.status, group.lease_owner, claimed):
                 return False
             if job.deleted_at is not None:  # deleted while it ran: keep nothing of it
                 self.store.delete(list(keys.values()))
@@ -314,7 +315,7 @@ class PageGroupPipeline:
                     PageGroup.id == claimed.group_id
                 )
             ).one()
-        return bool(status == "pending" or owner == claimed.lease_token)
+        return _ours(status, owner, claimed)
 
     def _release(self, claimed: ClaimedGroup) -> None:
         try:
@@ -455,17 +456,17 @@ def _pages_between(session: Session, job_id: str, first: int, last: int) -> list
 def _recount(session: Session, job: Job) -> None:
     """Counters derived from the page rows, so a redone group never counts a page twice."""
     session.flush()
-    counts = dict(
-        session.execute(
-            select(Page.status, func.count()).where(Page.job_id == job.id).group_by(Page.status)
-        ).all()
-    )
-    job.pages_done = counts.get("succeeded", 0) + counts.get("failed", 0)
-    job.pages_failed = counts.get("failed", 0)
-    warnings = session.scalars(
-        select(Page.warnings).where(Page.job_id == job.id, Page.status == "succeeded")
-    )
-    job.pages_flagged = sum(bool(w) for w in warnings)
+    pages = session.execute(select(Page.status, Page.warnings).where(Page.job_id == job.id)).all()
+    statuses = Counter(status for status, _ in pages)
+    job.pages_done = statuses["succeeded"] + statuses["failed"]
+    job.pages_failed = statuses["failed"]
+    job.pages_flagged = sum(job_lifecycle.is_flagged(*page) for page in pages)
+
+
+def _ours(status: str, owner: str | None, claimed: ClaimedGroup) -> bool:
+    """Whether ``claimed`` may record the group: it still holds the lease, or the lease lapsed
+    and nobody claimed the group since."""
+    return status == "pending" or owner == claimed.lease_token
 
 
 def _groups_by_status(session: Session, job_id: str) -> dict[str, int]:

@@ -84,6 +84,11 @@ def every_page_settled(job: Job) -> bool:
     return job.page_count > 0 and (job.pages_done or 0) >= job.page_count
 
 
+def is_flagged(status: str, warnings: list[str]) -> bool:
+    """A page read, but with a warning a reader should look at (``Job.pages_flagged``)."""
+    return status == SUCCEEDED and bool(warnings)
+
+
 def outcome(job: Job) -> str:
     """The status a job whose pages are all settled ends with: failed only if no page succeeded."""
     return FAILED if job.pages_failed >= job.page_count else SUCCEEDED

@@ -138,7 +138,6 @@ class S3ObjectStore:
     def _next_page(self, pages: Iterator[dict[str, Any]]) -> dict[str, Any] | None:
         return next(pages, None)
 
-    @_unavailable_is_transient
     def exists(self, key: str) -> bool:
         try:
             self.size(key)

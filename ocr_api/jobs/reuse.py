@@ -74,6 +74,6 @@ def take_results(session: Session, store: ObjectStore, job: Job, source: Job) ->
     for group in job.groups:
         group.status, group.finished_at = "done", now
     job.pages_done, job.pages_failed = len(job.pages), 0
-    job.pages_flagged = sum(bool(page.warnings) for page in job.pages)
+    job.pages_flagged = sum(job_lifecycle.is_flagged(p.status, p.warnings) for p in job.pages)
     job.reused_from = source.id
     job_lifecycle.start(job)

@@ -88,10 +88,6 @@ class EngineProcess(OcrEngine):
     def close(self) -> None:
         self._child.close()
 
-    @property
-    def _process(self) -> multiprocessing.process.BaseProcess:
-        return self._child.process
-
     def _count(self, tokens: int) -> None:
         self.count_tokens(tokens)  # looked up per call: the worker sets it after start-up
 

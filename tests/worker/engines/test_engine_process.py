@@ -74,7 +74,7 @@ def test_the_engine_process_reads_what_the_engine_reads_here(settings: Settings)
         assert len(remote.run_group(DOCUMENT[0])) == 3  # and it goes on serving
     finally:
         remote.close()
-    assert remote._process.exitcode == 0  # closed, it ended by itself: not killed after 10 s
+    assert remote._child.process.exitcode == 0  # closed, it ended by itself: not killed after 10 s
 
 
 class _TwoArguments(Exception):
@@ -108,7 +108,7 @@ def _killed_while_reading(remote: EngineProcess) -> BaseException | None:
     waiting = threading.Thread(target=run, daemon=True)
     waiting.start()
     time.sleep(0.05)
-    pid = remote._process.pid
+    pid = remote._child.process.pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     waiting.join(30)  # a hang here is the bug
@@ -123,12 +123,12 @@ def test_a_dead_engine_process_fails_the_waiting_group_and_the_next_group_gets_a
     lost: list[bool] = []
     remote = EngineProcess(settings, unlimited_ocr_engine, when_lost=lambda: lost.append(True))
     try:
-        first = remote._process.pid
+        first = remote._child.process.pid
         failed = _killed_while_reading(remote)
         assert isinstance(failed, EngineProcessDied)  # the group takes seconds on the CPU
         assert "exit code -9" in str(failed)
         assert [_timeless(r) for r in remote.run_group(DOCUMENT[0])] == expected
-        assert remote.restarts == 1 and remote._process.pid != first and not lost
+        assert remote.restarts == 1 and remote._child.process.pid != first and not lost
     finally:
         remote.close()
 
