@@ -19,7 +19,7 @@ from ocr_api.core.errors import InvalidRequest
 from ocr_api.core.models import Batch, Job, Tenant, WebhookAttempt, WebhookDelivery
 from ocr_api.core.settings import WebhookSettings
 from ocr_api.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign
-from ocr_api.webhooks.url_policy import VettedUrl, vet_webhook_url
+from ocr_api.webhooks.url_policy import vet_webhook_url
 
 log = structlog.get_logger(__name__)
 
@@ -89,11 +89,11 @@ def _post(
     try:
         # Checked again at send time: DNS may have changed since the job was submitted; and
         # sent to the address checked, so it cannot change between the check and the connect.
-        target = vet_webhook_url(url, allowed_private_hosts=settings.allowed_private_hosts)
+        pinned = vet_webhook_url(url, allowed_private_hosts=settings.allowed_private_hosts)
     except InvalidRequest as refused:
         return 400, f"refused: {refused.message}", started
-    if _through_proxy(url):  # the egress proxy connects, and checks TLS against the name
-        target = VettedUrl(url, target.host)
+    # Behind an egress proxy the proxy connects, and TLS is checked against the name.
+    send_to = url if _through_proxy(url) else pinned
     named = httpx.URL(url)
     headers = {
         "Host": named.netloc.decode("ascii"),  # IDNA-encoded, as httpx would have sent it
@@ -105,7 +105,7 @@ def _post(
     }
     try:
         response = client.post(
-            target.url,
+            send_to,
             content=body,
             headers=headers,
             timeout=settings.timeout_seconds,

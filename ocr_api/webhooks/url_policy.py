@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from ocr_api.core.errors import InvalidRequest
@@ -21,20 +20,13 @@ NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052's well-known prefix
 NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215, local-use translation
 
 
-@dataclass(frozen=True)
-class VettedUrl:
-    """Where to send: ``url`` with the checked address in place of its host (unchanged for an
-    allowed private host), and the host for the Host header and TLS."""
-
-    url: str
-    host: str
-
-
 def check_webhook_url(url: str, *, allowed_private_hosts: tuple[str, ...] = ()) -> None:
     vet_webhook_url(url, allowed_private_hosts=allowed_private_hosts)
 
 
-def vet_webhook_url(url: str, *, allowed_private_hosts: tuple[str, ...] = ()) -> VettedUrl:
+def vet_webhook_url(url: str, *, allowed_private_hosts: tuple[str, ...] = ()) -> str:
+    """``url`` with the address it was checked at in place of its host (unchanged for an
+    allowed private host): where to send it."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequest(f"webhook_url must be an absolute http(s) URL, got {url!r}")
@@ -42,7 +34,7 @@ def vet_webhook_url(url: str, *, allowed_private_hosts: tuple[str, ...] = ()) ->
         raise InvalidRequest("webhook_url must not carry credentials")
     host = parts.hostname
     if host in allowed_private_hosts:
-        return VettedUrl(url, host)
+        return url
     addresses = _resolve(host)
     for address in addresses:
         if not _public(address):
@@ -52,7 +44,7 @@ def vet_webhook_url(url: str, *, allowed_private_hosts: tuple[str, ...] = ()) ->
             )
     pinned = f"[{addresses[0]}]" if addresses[0].version == 6 else str(addresses[0])
     netloc = pinned if parts.port is None else f"{pinned}:{parts.port}"
-    return VettedUrl(urlunsplit(parts._replace(netloc=netloc)), host)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _public(address: Address) -> bool:
