@@ -30,6 +30,11 @@ if [ "${PROFILE:-1}" = 1 ]; then  # PROFILE=0 / ENGINE=0 leave out parts whose c
   timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
   tail -30 "$OUTDIR/step_profile.log"
 fi
+part service
+while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
+BARE=${BARE:-16 128} SERVICE=${SERVICE-16 128} SERVICE_EP=${SERVICE_EP-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
+  bash bench/gpu_run.sh "$OUTDIR/service" >"$OUTDIR/service.log" 2>&1  # kept if the loan ends
+tail -40 "$OUTDIR/service.log"
 if [ "${ENGINE:-1}" = 1 ]; then
   part engine
   timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
@@ -38,9 +43,4 @@ if [ "${ENGINE:-1}" = 1 ]; then
     --out "$OUTDIR/engine_bench.json" >"$OUTDIR/engine_bench.log" 2>&1
   tail -30 "$OUTDIR/engine_bench.log"
 fi
-part service
-while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
-BARE=${BARE:-16 128} SERVICE=${SERVICE-16 128} SERVICE_EP=${SERVICE_EP-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
-  bash bench/gpu_run.sh "$OUTDIR/service" >"$OUTDIR/service.log" 2>&1  # kept if the loan ends
-tail -40 "$OUTDIR/service.log"
 part done
