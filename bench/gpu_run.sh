@@ -22,6 +22,7 @@ python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BA
 # SERVICE_DOCS: documents per service run, at least its concurrency (64 at 16 groups: memory
 # after each document past the in-flight set, as issue 13 asks). BACKLOG: documents per group
 # slot, bare and service alike (2: a backlog, so the service's slots can all be held).
+# ROUNDS: the service runs its documents this many times on one worker (its idle memory after each).
 # AHEAD: render_ahead_groups to run first at SERVICE_EP's concurrencies, beside the default.
 [ -n "${SERVICE_EP-16 128}" ] && for ahead in ${AHEAD:-}; do
   python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${SERVICE_EP-16 128} \
@@ -29,7 +30,7 @@ python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" --concurrency ${BA
     --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}
 done
 [ -n "${SERVICE_EP-16 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
-  --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} \
+  --concurrency ${SERVICE_EP-16 128} --sides service --engine-process ${KILL---kill} --rounds ${ROUNDS:-1} \
   --documents ${SERVICE_DOCS:-64} --documents-per-slot ${BACKLOG:-1} --out "$OUTDIR" ${BENCH_ARGS:-}
 [ -n "${SERVICE-16 64 128}" ] && python3 -m bench.gpu_service_bench --checkpoint "$CHECKPOINT" \
   --concurrency ${SERVICE-16 64 128} --sides service --documents-per-slot ${BACKLOG:-1} \

@@ -285,9 +285,14 @@ def wait_all(client: httpx.Client, ids: list[str], timeout: float, on_done=None)
 
 
 def service(  # type: ignore[type-arg]
-    client: httpx.Client, documents: list[bytes], concurrency: int, engine_process: bool
+    client: httpx.Client,
+    documents: list[bytes],
+    concurrency: int,
+    engine_process: bool,
+    extra_rounds: int = 0,
 ) -> dict:
-    """The same documents through the service, the GPU worker running ``concurrency`` groups."""
+    """The same documents through the service, the GPU worker running ``concurrency`` groups
+    (then ``extra_rounds`` times more, for the worker's memory with nothing in flight)."""
     os.environ["UOCR_MAX_CONCURRENCY"] = str(concurrency)
     stack("worker")  # restarted with this concurrency; the model loads before it takes work
     warm = submit_all(client, documents[: min(concurrency, 16)])  # as the bare engine warms up
@@ -318,8 +323,7 @@ def service(  # type: ignore[type-arg]
         [
             e
             for e in log
-            if e.get("event") == "page_group.finished"
-            and started <= _when(e["timestamp"]) <= ended
+            if e.get("event") == "page_group.finished" and started <= _when(e["timestamp"]) <= ended
         ]
     )
     done = [e for e in log if e.get("event") == "engine.document_done"]
@@ -345,6 +349,18 @@ def service(  # type: ignore[type-arg]
             for k in idle_before
         },
     }
+    # Each further round runs the same documents again on the same worker: what the first run
+    # left that the next one does not add to is its working set, not a leak.
+    rounds = [idle_after]
+    for _ in range(extra_rounds):
+        wait_all(client, submit_all(client, documents), 3600)
+        time.sleep(5)
+        rounds.append(_worker_rss(worker))
+    if extra_rounds:
+        result["memory_idle"]["after_rounds"] = rounds
+        result["memory_idle"]["growth_last_round"] = {
+            k: round(rounds[-1][k] / rounds[-2][k] - 1, 4) for k in idle_before
+        }
     return result
 
 
@@ -466,6 +482,13 @@ def main() -> None:
         action="store_true",
         help="the worker runs its engine in a child process (unlimited_ocr.engine_process)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="service: run the documents this many times on one worker; the worker's idle "
+        "memory after each round (memory_idle.after_rounds)",
+    )
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
     if not (args.checkpoint / "config.json").exists():
@@ -532,7 +555,9 @@ def main() -> None:
             report[side] = {}
             for c in args.concurrency:
                 docs = documents[: max(c * backlog, args.documents)]
-                report[side][str(c)] = service(client, docs, c, args.engine_process)
+                report[side][str(c)] = service(
+                    client, docs, c, args.engine_process, args.rounds - 1
+                )
                 report[side][str(c)]["documents_per_slot"] = backlog
                 brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
                 print(side, c, brief, flush=True)

@@ -5,7 +5,8 @@ side by side, each replayed from a CUDA graph as the step runs it.
     python3 -m bench.mlp_bench [--tokens 1 16 128]
 
 Prints µs per call and ours/transformers ratios for the MoE layer and the dense first layer
-(for the MoE also ``ours_separate``: the shared experts in launches of their own, as first built),
+(for the MoE also ``ours_merge_*``: where the shared experts run, fused_mlp.MOE_MERGE; tiles that
+do not fit the card's shared memory print as None),
 and the bytes of weights each call must read at the card's bandwidth (the floor)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from triton.runtime.errors import OutOfResources
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
@@ -33,7 +35,16 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
 }
+MERGES = ("all", "down", "none")  # fused_mlp.MOE_MERGE
 BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
+
+
+def timed(call: Callable[[], torch.Tensor]) -> float | None:
+    """graphed_us, or None for tiles that do not fit the card (its shared memory)."""
+    try:
+        return graphed_us(call)
+    except OutOfResources:
+        return None
 
 
 def graphed_us(call: Callable[[], torch.Tensor], repeats: int = 20, rounds: int = 5) -> float:
@@ -105,26 +116,30 @@ def main() -> None:
             gen = torch.Generator(device=device).manual_seed(tokens)
             h = torch.randn(tokens, 1280, device=device, dtype=torch.bfloat16, generator=gen)
             with torch.no_grad():
-                row = {"transformers_us": graphed_us(functools.partial(_call_module, mlp, h))}
+                row: dict[str, float | None] = {
+                    "transformers_us": graphed_us(functools.partial(_call_module, mlp, h))
+                }
                 for variant, tiles in VARIANTS.items():
                     ours.tiles = tiles
-                    row[f"ours_{variant}_us"] = graphed_us(functools.partial(ours, h))
+                    row[f"ours_{variant}_us"] = timed(functools.partial(ours, h))
                 ours.tiles = None
-                if hasattr(ours, "merged"):  # the shared experts in launches of their own
-                    ours.merged = False
-                    row["ours_separate_us"] = graphed_us(functools.partial(ours, h))
-                    ours.merged = True
+                if hasattr(ours, "merge"):  # where the shared experts run, beside the default
+                    default = ours.merge
+                    for merge in MERGES:
+                        ours.merge = merge
+                        row[f"ours_merge_{merge}_us"] = timed(functools.partial(ours, h))
+                    ours.merge = default
             row["floor_us"] = weight_bytes(mlp, tokens, h) / BANDWIDTH * 1e6
             results[f"{name}_{tokens}"] = row
-            best = min((v, k) for k, v in row.items() if k.startswith("ours_"))
+            best = min((v, k) for k, v in row.items() if k.startswith("ours_") and v is not None)
+            theirs, mine = row["transformers_us"] or 0.0, row["ours_default_us"] or 0.0
             print(
-                f"{name:5} {tokens:4} tokens: transformers {row['transformers_us']:7.1f} µs, "
-                f"ours {row['ours_default_us']:7.1f} (best {best[1]} {best[0]:.1f}), "
-                f"ratio {row['ours_default_us'] / row['transformers_us']:.2f}, "
-                f"floor {row['floor_us']:.1f}",
+                f"{name:5} {tokens:4} tokens: transformers {theirs:7.1f} µs, "
+                f"ours {mine:7.1f} (best {best[1]} {best[0]:.1f}), "
+                f"ratio {mine / theirs:.2f}, floor {row['floor_us']:.1f}",
                 flush=True,
             )
-            print("   ", {k: round(v, 1) for k, v in row.items()}, flush=True)
+            print("   ", {k: v if v is None else round(v, 1) for k, v in row.items()}, flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
 

@@ -26,6 +26,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench.engine_bench import Engine, build_model, sync
+from ocr_worker.engines.unlimited_ocr import fused_mlp
 from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
 
@@ -198,8 +199,11 @@ def main() -> None:
     parser.add_argument("--workspace-gb", type=float, default=24.0)
     parser.add_argument("--no-cuda-graphs", action="store_true")
     parser.add_argument("--skip-vision", action="store_true")
+    parser.add_argument("--moe-merge", choices=["all", "down", "none"])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.moe_merge:  # where the MoE's shared experts run (fused_mlp.MOE_MERGE)
+        fused_mlp.MOE_MERGE = args.moe_merge
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)

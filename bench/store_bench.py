@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     url = os.environ.get("UOCR_TEST_S3_URL") or os.environ.get("UOCR_S3__ENDPOINT_URL")
     if not url:
-        raise SystemExit("no S3 server: bash .ci/services start; eval \"$(bash .ci/services env)\"")
+        raise SystemExit('no S3 server: bash .ci/services start; eval "$(bash .ci/services env)"')
     store = S3ObjectStore(S3Settings(endpoint_url=url, bucket=f"bench-{uuid.uuid4().hex[:8]}"))
     store.ensure_bucket()
     group = [_result(p) for p in range(1, args.pages + 1)]

@@ -56,23 +56,39 @@ def ci_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_same_cpu_engine_under_two_versions_passes_the_gate(ci_set: Path) -> None:
-    done = uocr("eval", str(ci_set), "--versions", "stable", "candidate", "--json", env=VERSIONS,
-                timeout=600)
+    done = uocr(
+        "eval",
+        str(ci_set),
+        "--versions",
+        "stable",
+        "candidate",
+        "--json",
+        env=VERSIONS,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "gate passed: candidate reads no worse than stable" in done.stderr
     report = json.loads(done.stdout)
     a, b = report["versions"]["A"], report["versions"]["B"]
     assert (a["version"], b["version"], a["engines"], b["engines"]) == (
-        "stable", "candidate", ["rapidocr"], ["rapidocr"]
+        "stable",
+        "candidate",
+        ["rapidocr"],
+        ["rapidocr"],
     )
-    assert [d["id"] for d in a["documents"]] == ["r-admin-chapter", "octave-profiler-table",
-                                                  "r-data-xref"]
+    assert [d["id"] for d in a["documents"]] == [
+        "r-admin-chapter",
+        "octave-profiler-table",
+        "r-data-xref",
+    ]
     for doc_a, doc_b in zip(a["documents"], b["documents"], strict=True):
         assert doc_a["pages_returned"] == doc_b["pages_returned"] == doc_a["pages_expected"]
         assert doc_a["order_ok"] and doc_b["order_ok"]
         assert doc_a["page_cer"] == doc_b["page_cer"], doc_a["id"]  # same pixels, same model
     assert a["cer"] < 0.05, "the set must be readable for the comparison to mean anything"
     assert a["pages_per_second"] > 0 and b["pages_per_second"] > 0
+
+
 SHRINK = 5  # 200 dpi to 40: the table page's CER goes from about 8% to about 19%
 
 

@@ -13,6 +13,14 @@ import torch
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
 from ocr_worker.engines.unlimited_ocr import triton_kernels
 
+# Where a MoE layer's shared experts run (the benches compare them):
+# "down": the routed and shared gate/up in a launch each, both downs in one, and the experts'
+#   sum, the residual add and the next RMSNorm in one kernel: 6 launches a layer;
+# "all": the gate/up in one launch too (5): on the H200 the one gate/up launch, compiled with
+#   both MLPs' code, took 25 µs a layer at one token where the two took 17.6;
+# "none": 8 launches, as first built.
+MOE_MERGE = "down"
+
 
 def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
     """The kernels' version of ``mlp`` (UnlimitedOcrTextMoe, or with ``dense`` the first
@@ -55,9 +63,7 @@ class _MoeMlp:
         self.gate_up, self.down = experts.gate_up_proj, experts.down_proj
         self.shared_gate_up, self.shared_down = _stacked(moe.shared_experts)
         self.tiles: kernels.Tiles | None = None  # None: by the token count
-        # The shared experts in the routed ones' launches, and the sum, the residual add and
-        # the next norm in one kernel: 5 launches a layer. False: 8, as first built (benches).
-        self.merged = True
+        self.merge = MOE_MERGE
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
         return kernels.combine(*self._experts(h), self.top_k)
@@ -65,7 +71,7 @@ class _MoeMlp:
     def add_and_norm(self, x: torch.Tensor, h: torch.Tensor, norm: Any) -> tuple[Any, Any]:
         """(x + self(h), norm(x + self(h))): the sum of the experts, the residual add and the
         next RMSNorm in one kernel."""
-        if not self.merged:
+        if self.merge == "none":
             return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
         routed, shared = self._experts(h)
         return kernels.combine_add_rms_norm(
@@ -76,8 +82,9 @@ class _MoeMlp:
         ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
         routed = (self.gate_up, self.down, ids, weights)
         shared = (self.shared_gate_up, self.shared_down)
-        if self.merged:
-            return kernels.moe_experts(h, routed, shared, self.tiles)
+        if self.merge != "none":
+            split = self.merge == "down"
+            return kernels.moe_experts(h, routed, shared, self.tiles, split_gate_up=split)
         return (
             kernels.expert_mlp(h, *routed, tiles=self.tiles),
             kernels.expert_mlp(h, *shared, tiles=self.tiles),

@@ -20,6 +20,7 @@ rounded once, then the shared experts' output added in the model's dtype.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -187,53 +188,59 @@ def _gate_up(
     SHARED_BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    WITH_ROUTED: tl.constexpr,
+    WITH_UNROUTED: tl.constexpr,
 ):
     """Programs 0..EXPERTS-1 of axis 0: the routed experts, each over the pairs routed to it;
     program EXPERTS (when launched): the unrouted MLP (shared experts, dense MLP) over every
     token. Both kinds in one launch: the shared experts run beside the routed ones."""
+    # WITH_*: a launch compiles only the MLPs it runs (both branches cost registers and
+    # shared memory, and so occupancy, in every program).
     expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    if expert == EXPERTS:
-        pair, token, present, count = _my_rows(
-            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
-        )
-        if block * ROWS < count and tile < SHARED_INTER // SHARED_BLOCK_N:
-            _gate_up_tile(
-                h_ptr,
-                shared_w_ptr,
-                shared_act_ptr,
-                pair,
-                token,
-                present,
-                tile,
-                HIDDEN,
-                SHARED_INTER,
-                ROWS,
-                SHARED_BLOCK_N,
-                BLOCK_K,
-                PRECISION,
+    if WITH_UNROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
+        if expert == EXPERTS:
+            pair, token, present, count = _my_rows(
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
             )
-    else:
-        pair, token, present, count = _my_rows(
-            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
-        )
-        # Nothing routed here: this expert's weights are never read.
-        if block * ROWS < count and tile < INTER // BLOCK_N:
-            weights = w_ptr + expert.to(tl.int64) * (2 * INTER * HIDDEN)
-            _gate_up_tile(
-                h_ptr,
-                weights,
-                act_ptr,
-                pair,
-                token,
-                present,
-                tile,
-                HIDDEN,
-                INTER,
-                ROWS,
-                BLOCK_N,
-                BLOCK_K,
-                PRECISION,
+            if block * ROWS < count and tile < SHARED_INTER // SHARED_BLOCK_N:
+                _gate_up_tile(
+                    h_ptr,
+                    shared_w_ptr,
+                    shared_act_ptr,
+                    pair,
+                    token,
+                    present,
+                    tile,
+                    HIDDEN,
+                    SHARED_INTER,
+                    ROWS,
+                    SHARED_BLOCK_N,
+                    BLOCK_K,
+                    PRECISION,
+                )
+    if WITH_ROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
+        if expert < EXPERTS:
+            pair, token, present, count = _my_rows(
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
             )
+            # Nothing routed here: this expert's weights are never read.
+            if block * ROWS < count and tile < INTER // BLOCK_N:
+                weights = w_ptr + expert.to(tl.int64) * (2 * INTER * HIDDEN)
+                _gate_up_tile(
+                    h_ptr,
+                    weights,
+                    act_ptr,
+                    pair,
+                    token,
+                    present,
+                    tile,
+                    HIDDEN,
+                    INTER,
+                    ROWS,
+                    BLOCK_N,
+                    BLOCK_K,
+                    PRECISION,
+                )
 
 
 @triton.jit
@@ -283,52 +290,56 @@ def _down(
     BLOCK_K: tl.constexpr,
     SHARED_BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    WITH_ROUTED: tl.constexpr,
+    WITH_UNROUTED: tl.constexpr,
 ):
     """Routed: out[pair] = round(act[pair]·Wd[e]ᵀ) times the pair's weight, in fp32.
     Unrouted (program EXPERTS): shared_out[token] = round(act[token]·Wdᵀ)."""
     expert, block, tile = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    if expert == EXPERTS:
-        pair, token, present, count = _my_rows(
-            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
-        )
-        if block * ROWS < count:
-            y, n = _down_tile(
-                shared_act_ptr,
-                shared_w_ptr,
-                pair,
-                present,
-                tile,
-                HIDDEN,
-                SHARED_INTER,
-                ROWS,
-                BLOCK_N,
-                SHARED_BLOCK_K,
-                PRECISION,
+    if WITH_UNROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
+        if expert == EXPERTS:
+            pair, token, present, count = _my_rows(
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
             )
-            target = shared_out_ptr + token[:, None] * HIDDEN + n[None, :]
-            tl.store(target, y, mask=present[:, None])
-    else:
-        pair, token, present, count = _my_rows(
-            ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
-        )
-        if block * ROWS < count:
-            weights = w_ptr + expert.to(tl.int64) * (HIDDEN * INTER)
-            y, n = _down_tile(
-                act_ptr,
-                weights,
-                pair,
-                present,
-                tile,
-                HIDDEN,
-                INTER,
-                ROWS,
-                BLOCK_N,
-                BLOCK_K,
-                PRECISION,
+            if block * ROWS < count:
+                y, n = _down_tile(
+                    shared_act_ptr,
+                    shared_w_ptr,
+                    pair,
+                    present,
+                    tile,
+                    HIDDEN,
+                    SHARED_INTER,
+                    ROWS,
+                    BLOCK_N,
+                    SHARED_BLOCK_K,
+                    PRECISION,
+                )
+                target = shared_out_ptr + token[:, None] * HIDDEN + n[None, :]
+                tl.store(target, y, mask=present[:, None])
+    if WITH_ROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
+        if expert < EXPERTS:
+            pair, token, present, count = _my_rows(
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
             )
-            weight = tl.load(topk_weights_ptr + pair, mask=present, other=0.0)
-            out = y.to(tl.float32) * weight[:, None]
-            tl.store(out_ptr + pair[:, None] * HIDDEN + n[None, :], out, mask=present[:, None])
+            if block * ROWS < count:
+                weights = w_ptr + expert.to(tl.int64) * (HIDDEN * INTER)
+                y, n = _down_tile(
+                    act_ptr,
+                    weights,
+                    pair,
+                    present,
+                    tile,
+                    HIDDEN,
+                    INTER,
+                    ROWS,
+                    BLOCK_N,
+                    BLOCK_K,
+                    PRECISION,
+                )
+                weight = tl.load(topk_weights_ptr + pair, mask=present, other=0.0)
+                out = y.to(tl.float32) * weight[:, None]
+                tl.store(out_ptr + pair[:, None] * HIDDEN + n[None, :], out, mask=present[:, None])
 
 
 @triton.jit
@@ -433,10 +444,12 @@ def moe_experts(
     routed: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
     shared: tuple[torch.Tensor, torch.Tensor],
     tiles: Tiles | None = None,
+    split_gate_up: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The routed experts (gate_up, down, ids, weights, as ``expert_mlp``) and the shared ones
-    (gate_up, down) in the same two launches: (N·top_k, hidden) fp32 pairs, (N, hidden)."""
-    routed_out, shared_out = _launch(h, tiles, routed=routed, unrouted=shared)
+    (gate_up, down) in the same two launches (split_gate_up: the gate/up in a launch each, the
+    down in one): (N·top_k, hidden) fp32 pairs, (N, hidden)."""
+    routed_out, shared_out = _launch(h, tiles, routed, shared, split_gate_up)
     return routed_out, shared_out
 
 
@@ -445,6 +458,7 @@ def _launch(
     tiles: Tiles | None,
     routed: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     unrouted: tuple[torch.Tensor, torch.Tensor] | None = None,
+    split_gate_up: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Both expert kernels over the routed experts (axis 0's first programs) and the unrouted
     MLP (its last), either of them absent; what is absent comes back as ``h``."""
@@ -466,7 +480,7 @@ def _launch(
         shared_out = torch.empty(count, hidden, device=h.device, dtype=h.dtype)
     inter = inter or shared_inter
     rows = rows_per_program(count)
-    common = dict(
+    common: dict[str, Any] = dict(
         EXPERTS=experts,
         HIDDEN=hidden,
         INTER=inter,
@@ -476,30 +490,44 @@ def _launch(
         ROWS=rows,
         PRECISION="ieee" if h.dtype == torch.float32 else "tf32",
     )
-    programs = experts + (unrouted is not None)
     blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
     tiles = tiles or tiles_for(count)
     launch = dict(num_warps=tiles.warps, num_stages=tiles.stages)
     # Each MLP keeps its own tile widths; axis 2 is as long as the wider MLP needs.
     block_n, block_k = _tile(inter, tiles.gate_up_n), _tile(hidden, tiles.k)
     shared_block_n = _tile(shared_inter, tiles.gate_up_n)
-    columns = max(inter // block_n, shared_inter // shared_block_n)
-    _gate_up[(programs, blocks, columns)](
-        x,
-        ids,
-        gate_up,
-        act,
-        shared_gate_up,
-        shared_act,
-        count,
-        BLOCK_N=block_n,
-        SHARED_BLOCK_N=shared_block_n,
-        BLOCK_K=block_k,
-        **common,
-        **launch,
-    )
+
+    def launch_gate_up(with_routed: bool, with_unrouted: bool) -> None:
+        mine = experts if with_routed else 0  # the unrouted MLP is program `mine` of axis 0
+        columns = max(
+            inter // block_n if with_routed else 0,
+            shared_inter // shared_block_n if with_unrouted else 0,
+        )
+        _gate_up[(mine + with_unrouted, blocks, columns)](
+            x,
+            ids,
+            gate_up,
+            act,
+            shared_gate_up,
+            shared_act,
+            count,
+            BLOCK_N=block_n,
+            SHARED_BLOCK_N=shared_block_n,
+            BLOCK_K=block_k,
+            **{**common, "EXPERTS": mine},
+            WITH_ROUTED=with_routed,
+            WITH_UNROUTED=with_unrouted,
+            **launch,
+        )
+
+    has_routed, has_unrouted = routed is not None, unrouted is not None
+    if split_gate_up and has_routed and has_unrouted:
+        launch_gate_up(True, False)
+        launch_gate_up(False, True)
+    else:
+        launch_gate_up(has_routed, has_unrouted)
     block_n = _tile(hidden, tiles.down_n)
-    _down[(programs, blocks, hidden // block_n)](
+    _down[(experts + has_unrouted, blocks, hidden // block_n)](
         act,
         ids,
         weights,
@@ -513,6 +541,8 @@ def _launch(
         BLOCK_K=_tile(inter, tiles.k),
         SHARED_BLOCK_K=_tile(shared_inter, tiles.k),
         **common,
+        WITH_ROUTED=has_routed,
+        WITH_UNROUTED=has_unrouted,
         **launch,
     )
     return out, shared_out

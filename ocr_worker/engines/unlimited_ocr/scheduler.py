@@ -185,10 +185,7 @@ class Scheduler:
         self.running += admitted  # running before the pass: if it fails, abort_all frees them
         with clock.timed("prefill"):
             logits = self.runner.prefill_many(
-                [
-                    (s, s.segments[len(r.reused) :], [n.embeds for n in r.new])
-                    for s, r in admitted
-                ]
+                [(s, s.segments[len(r.reused) :], [n.embeds for n in r.new]) for s, r in admitted]
             )
             for (sequence, request), first in zip(admitted, logits, strict=True):
                 if request.already_generated:

@@ -69,8 +69,17 @@ def test_a_json_set_with_one_text_file_per_page_loads(tmp_path: Path) -> None:
         (lambda d: (d / "letter.jsonl").write_text('{"page": 1}\n'), "line 1 is not"),
         (lambda d: _edit(d, DOC_TOML, LISTED_TWICE), "'letter' is listed twice"),
     ],
-    ids=["no file", "page count", "zero pages", "typo", "no file key", "toml", "gap", "no text",
-         "same id"],
+    ids=[
+        "no file",
+        "page count",
+        "zero pages",
+        "typo",
+        "no file key",
+        "toml",
+        "gap",
+        "no text",
+        "same id",
+    ],
 )
 def test_a_broken_set_is_refused_naming_the_problem(
     tiny: Path, change: Callable[[Path], object], message: str

@@ -35,8 +35,7 @@ def test_worse_within_the_margin_passes_and_beyond_it_fails_naming_the_document(
     verdict = compare(STABLE, beyond, margin_points=0.5)
     assert not verdict.passed
     assert verdict.reasons == [  # overall only +0.20 points: within the margin
-        "candidate reads worse than stable on table: CER 5.60% vs 5.00% "
-        "(+0.60 points, margin 0.50)"
+        "candidate reads worse than stable on table: CER 5.60% vs 5.00% (+0.60 points, margin 0.50)"
     ]
 
 

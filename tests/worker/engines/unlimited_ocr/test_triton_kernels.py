@@ -187,14 +187,16 @@ def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tok
     h, x = torch.randn(tokens, 160, generator=gen), torch.randn(tokens, 160, generator=gen)
     ours = fused_mlp(moe)
     with torch.no_grad():
-        merged = (ours(h), *mlp_add_and_norm(ours, x, h, norm))
-        ours.merged = False  # type: ignore[attr-defined]
-        separate = (ours(h), *mlp_add_and_norm(ours, x, h, norm))
         summed = x + moe(h[None])[0]
         expected = (moe(h[None])[0], summed, norm(summed))
-    for got, same, want in zip(merged, separate, expected, strict=True):
-        assert torch.equal(got, same)
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        ways = {}
+        for merge in ("all", "down", "none"):
+            ours.merge = merge  # type: ignore[attr-defined]
+            ways[merge] = (ours(h), *mlp_add_and_norm(ours, x, h, norm))
+    for merge, outputs in ways.items():
+        for got, same, want in zip(outputs, ways["none"], expected, strict=True):
+            assert torch.equal(got, same), merge
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_the_dense_mlp_kernels_equal_the_models_first_layer_mlp() -> None:
