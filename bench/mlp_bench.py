@@ -124,11 +124,14 @@ def main() -> None:
                     row[f"ours_{variant}_us"] = timed(functools.partial(ours, h))
                 ours.tiles = None
                 if hasattr(ours, "merge"):  # where the shared experts run, beside the default
-                    default = ours.merge
+                    default, values = ours.merge, []
                     for merge in MERGES:
                         ours.merge = merge
                         row[f"ours_merge_{merge}_us"] = timed(functools.partial(ours, h))
+                        values.append(ours(h))
                     ours.merge = default
+                    # the same values wherever the shared experts run (1.0: bit for bit)
+                    row["merges_equal"] = float(all(torch.equal(v, values[0]) for v in values))
             row["floor_us"] = weight_bytes(mlp, tokens, h) / BANDWIDTH * 1e6
             results[f"{name}_{tokens}"] = row
             best = min((v, k) for k, v in row.items() if k.startswith("ours_") and v is not None)
