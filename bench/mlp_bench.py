@@ -105,6 +105,7 @@ def _call_module(mlp: Any, h: torch.Tensor) -> torch.Tensor:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 128])
+    parser.add_argument("--tiles", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda")
@@ -119,8 +120,8 @@ def main() -> None:
                 row: dict[str, float | None] = {
                     "transformers_us": graphed_us(functools.partial(_call_module, mlp, h))
                 }
-                for variant, tiles in VARIANTS.items():
-                    ours.tiles = tiles
+                for variant in args.tiles:
+                    ours.tiles = VARIANTS[variant]
                     row[f"ours_{variant}_us"] = timed(functools.partial(ours, h))
                 ours.tiles = None
                 if hasattr(ours, "merge"):  # where the shared experts run, beside the default
