@@ -359,18 +359,26 @@ def service(  # type: ignore[type-arg]
     if extra_rounds:
         result["memory_idle"]["after_rounds"] = rounds
         result["memory_idle"]["growth_last_round"] = {
-            k: round(rounds[-1][k] / rounds[-2][k] - 1, 4) for k in idle_before
+            k: round(rounds[-1][k] / rounds[-2][k] - 1, 4) if rounds[-2][k] else None
+            for k in idle_before
         }
     return result
 
 
 def _worker_rss(worker: psutil.Process) -> dict[str, int]:
     """The worker with its children (the render processes and, with engine_process, the model),
-    and the worker's own process."""
-    own = _rss(worker)
+    the worker's own process, and its engine child (the child that names itself uocr-engine)."""
+    own, engine, render = _rss(worker), 0, 0
+    for child in worker.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if child.name() == "uocr-engine":
+                engine += _rss(child)
+                continue
+        render += _rss(child)
     return {
-        "rss_bytes": own + sum(_rss(c) for c in worker.children(recursive=True)),
+        "rss_bytes": own + engine + render,
         "rss_worker_bytes": own,
+        "rss_engine_bytes": engine,
     }
 
 
