@@ -16,8 +16,8 @@ from ocr_worker.engines.unlimited_ocr import triton_kernels
 # Where a MoE layer's shared experts run (the benches compare them):
 # "down": the routed and shared gate/up in a launch each, both downs in one, and the experts'
 #   sum, the residual add and the next RMSNorm in one kernel: 6 launches a layer;
-# "all": the gate/up in one launch too (5): on the H200 the one gate/up launch, compiled with
-#   both MLPs' code, took 25 µs a layer at one token where the two took 17.6;
+# "all": the gate/up in one launch too (5): on the H200 the one gate/up launch, then compiled
+#   with both MLPs' code in every program, took 25 µs a layer at one token where two took 17.6;
 # "none": 8 launches, as first built.
 MOE_MERGE = "down"
 
