@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
-# the card: the GPU tests, one MLP layer's kernels, the decode-step profile, the engine bench,
-# then the whole service (gpu_run.sh: the bare engine against the service, a worker killed).
+# the card: the GPU tests, one MLP layer's kernels, the decode-step profile, the whole service
+# (gpu_run.sh: the bare engine against the service, a worker killed), then the engine bench, the
+# longest, last: a loan that ends early has still measured the service.
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
 # The service part waits for $GPU_STACK_DIR/installed: a lent machine's calls carry 64 MiB each,
-# so the service's wheels may come with a later call while the first parts run.
+# so the service's wheels may come with a later call while the first parts run. Make that call
+# only once the first has returned: sent together, a first call refused its machine leaves the
+# second to start a bare one and wait out its whole limit for a session never begun.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUTDIR=${1:-/tmp/gpusession}
