@@ -353,7 +353,8 @@ def service(  # type: ignore[type-arg]
     # left that the next one does not add to is its working set, not a leak.
     rounds = [idle_after]
     for _ in range(extra_rounds):
-        wait_all(client, submit_all(client, documents), 3600)
+        again = wait_all(client, submit_all(client, documents), 3600)
+        assert all(s["status"] == "succeeded" for s in again), [s["status"] for s in again]
         time.sleep(5)
         rounds.append(_worker_rss(worker))
     if extra_rounds:
@@ -499,6 +500,8 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
     if not (args.checkpoint / "config.json").exists():
         from bench.full_checkpoint import write_full_checkpoint
 

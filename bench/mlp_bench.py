@@ -22,7 +22,7 @@ import torch
 from triton.runtime.errors import OutOfResources
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels
-from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+from ocr_worker.engines.unlimited_ocr.fused_mlp import MOE_MERGES, fused_mlp
 
 Tiles = moe_kernels.Tiles
 VARIANTS: dict[str, Tiles | None] = {
@@ -35,7 +35,6 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
 }
-MERGES = ("all", "down", "none")  # fused_mlp.MOE_MERGE
 BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
 
 
@@ -126,21 +125,23 @@ def main() -> None:
                 ours.tiles = None
                 if hasattr(ours, "merge"):  # where the shared experts run, beside the default
                     default, values = ours.merge, []
-                    for merge in MERGES:
+                    for merge in MOE_MERGES:
                         ours.merge = merge
-                        row[f"ours_merge_{merge}_us"] = timed(functools.partial(ours, h))
-                        values.append(ours(h))
+                        row[f"ours_merge_{merge}_us"] = us = timed(functools.partial(ours, h))
+                        if us is not None:  # a layout whose tiles fit the card
+                            values.append(ours(h))
                     ours.merge = default
                     # the same values wherever the shared experts run (1.0: bit for bit)
                     row["merges_equal"] = float(all(torch.equal(v, values[0]) for v in values))
             row["floor_us"] = weight_bytes(mlp, tokens, h) / BANDWIDTH * 1e6
             results[f"{name}_{tokens}"] = row
-            best = min((v, k) for k, v in row.items() if k.startswith("ours_") and v is not None)
-            theirs, mine = row["transformers_us"] or 0.0, row["ours_default_us"] or 0.0
+            timed_ours = [(v, k) for k, v in row.items() if k.startswith("ours_") and v]
+            best = min(timed_ours, default=(0.0, "none fit"))
+            theirs, mine = row["transformers_us"] or 0.0, row.get("ours_default_us")
             print(
-                f"{name:5} {tokens:4} tokens: transformers {theirs:7.1f} µs, "
-                f"ours {mine:7.1f} (best {best[1]} {best[0]:.1f}), "
-                f"ratio {mine / theirs:.2f}, floor {row['floor_us']:.1f}",
+                f"{name:5} {tokens:4} tokens: transformers {theirs:7.1f} µs, ours "
+                + (f"{mine:7.1f}, ratio {mine / theirs:.2f}" if mine else "n/a")
+                + f" (best {best[1]} {best[0]:.1f}), floor {row['floor_us']:.1f}",
                 flush=True,
             )
             print("   ", {k: v if v is None else round(v, 1) for k, v in row.items()}, flush=True)

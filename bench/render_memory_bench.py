@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psutil
@@ -67,7 +68,8 @@ def main() -> None:
         assert not [p for p in pages if isinstance(p, PageRenderError)], pages
         return len(pages)
 
-    pool.call(len, "")  # the processes started: their memory before any page
+    # Spawned processes start on demand: as many calls at once as processes start them all.
+    list(pool.pool.map(time.sleep, [0.5] * args.processes))
     readings = [children_rss()]
     print(f"render processes: {args.processes}, idle before any page: {readings[0] / 1e6:.0f} MB")
     with ThreadPoolExecutor(args.processes) as threads:

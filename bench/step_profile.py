@@ -199,7 +199,7 @@ def main() -> None:
     parser.add_argument("--workspace-gb", type=float, default=24.0)
     parser.add_argument("--no-cuda-graphs", action="store_true")
     parser.add_argument("--skip-vision", action="store_true")
-    parser.add_argument("--moe-merge", choices=["all", "down", "none"])
+    parser.add_argument("--moe-merge", choices=fused_mlp.MOE_MERGES)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.moe_merge:  # where the MoE's shared experts run (fused_mlp.MOE_MERGE)
@@ -208,6 +208,7 @@ def main() -> None:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)
     results: dict = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
+    results["moe_merge"] = fused_mlp.MOE_MERGE
     for batch in args.batches:
         results[f"decode_{batch}"] = row = decode_profile(model, batch, args, device, dtype)
         print(

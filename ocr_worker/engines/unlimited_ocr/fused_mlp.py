@@ -14,12 +14,15 @@ from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
 from ocr_worker.engines.unlimited_ocr import triton_kernels
 
 # Where a MoE layer's shared experts run (the benches compare them):
-# "down": the routed and shared gate/up in a launch each, both downs in one, and the experts'
-#   sum, the residual add and the next RMSNorm in one kernel: 6 launches a layer;
-# "all": the gate/up in one launch too (5): on the H200 the one gate/up launch, then compiled
-#   with both MLPs' code in every program, took 25 µs a layer at one token where two took 17.6;
+# "all": in the routed experts' gate/up launch and their down launch, and the experts' sum,
+#   the residual add and the next RMSNorm in one kernel: 5 launches a layer. On the H200 its
+#   gate/up took 25 µs a layer at one token where the two separate ones took 17.6, while the
+#   kernel's if/else held both MLPs' shared memory (122,880 bytes); written as two constexpr
+#   branches it compiles to 61,440, as a one-MLP launch does (not yet timed on a card);
+# "down": the routed and shared gate/up in a launch each, both downs in one (6);
 # "none": 8 launches, as first built.
-MOE_MERGE = "down"
+MOE_MERGE = "all"
+MOE_MERGES = ("all", "down", "none")
 
 
 def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -82,6 +85,7 @@ class _MoeMlp:
         ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
         routed = (self.gate_up, self.down, ids, weights)
         shared = (self.shared_gate_up, self.shared_down)
+        assert self.merge in MOE_MERGES, self.merge
         if self.merge != "none":
             split = self.merge == "down"
             return kernels.moe_experts(h, routed, shared, self.tiles, split_gate_up=split)

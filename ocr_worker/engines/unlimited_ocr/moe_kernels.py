@@ -2,8 +2,10 @@
 interpreter in tests): routing logits, softmax and top-k, the gate/up projections with SiLU,
 the down projections, and the weighted sum with the shared experts, which also adds the layer's
 output to the residual stream and applies the next RMSNorm. The routed experts and the shared
-ones share the two projection launches: one token's six experts and the shared pair run side
-by side instead of one launch after the other.
+ones can share the two projection launches (fused_mlp.MOE_MERGE): one token's six experts and
+the shared pair then run side by side instead of one launch after the other. Each launch is
+compiled for the MLPs it runs only (WITH_ROUTED / WITH_UNROUTED): a program compiled for both
+branches of an if/else once held both tile sets' shared memory, and ran slower for it.
 
 The step profile (bench/RESULTS.md) found transformers' MoE at ~25 kernels per layer for one
 token: an fp32 router GEMM, softmax, top-k, a sort, a histogram, gathers, two grouped GEMMs,
