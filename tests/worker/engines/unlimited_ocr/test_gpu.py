@@ -135,7 +135,13 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
     shared experts) through our kernels, against transformers' modules; a wrong expert, row or
     weight would be off by ~100%, bf16 rounding by well under 1%."""
     from ocr_worker.engines.unlimited_ocr import moe_kernels
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import _DenseMlp, _MoeMlp, fused_mlp
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import (
+        MOE_MERGES,
+        _DenseMlp,
+        _MoeMlp,
+        fused_mlp,
+        mlp_add_and_norm,
+    )
 
     layers = model.model.language_model.layers
     gen = torch.Generator(device=DEVICE).manual_seed(tokens)
@@ -149,10 +155,15 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
         error = ((got - expected).norm() / expected.norm()).item()
         assert error < 5e-3, (kind.__name__, error)
         if isinstance(ours, _MoeMlp):  # wherever the shared experts run: the same values
-            for merge in ("all", "down", "none"):
-                ours.merge = merge
-                with torch.no_grad():
+            norm, x = layers[2].input_layernorm, torch.randn_like(h)
+            with torch.no_grad():
+                ours.merge = "none"
+                unfused = mlp_add_and_norm(ours, x, h, norm)
+                for merge in MOE_MERGES:
+                    ours.merge = merge
                     assert torch.equal(ours(h).float(), got), merge
+                    fused = mlp_add_and_norm(ours, x, h, norm)
+                    assert all(map(torch.equal, fused, unfused)), merge
     router = layers[1].mlp.gate
     ids, _ = moe_kernels.route(h, router.weight, router.top_k, 1.0)
     with torch.no_grad():
