@@ -1,0 +1,54 @@
+"""The MoE kernels built for the H200 (sm_90) here, on the CPU, with Triton's own compiler.
+
+On the card, a launch whose program asks for more shared memory than a block may have fails
+(OutOfResources): the tenth GPU run's mlp_bench stopped so, and the five-launch MoE ran its
+gate/up slower than the two launches it replaced, because a program compiled for both MLPs'
+branches held both tile sets' shared memory. Neither shows in Triton's interpreter, which runs
+no compiler. Here each launch the engine makes at v1's widths is compiled as the card compiles
+it and its shared memory read back: every one must fit the H200, and none, the launch that runs
+both MLPs included, may need more than the pipeline buffers of one MLP's tiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.worker.engines.unlimited_ocr.sm90_build import H200_SHARED_PER_BLOCK
+
+# A decode step of 1 and of 16 sequences (narrow tiles), of 128 (wide), and an 8-page group's
+# prefill (2,185 rows: a pair table of 16,384).
+TOKENS = ["1", "16", "128", "2185"]
+
+
+@pytest.fixture(scope="module")
+def built() -> dict:  # type: ignore[type-arg]
+    # A process of its own: this one runs Triton's interpreter (conftest), which compiles none.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.worker.engines.unlimited_ocr.sm90_build", *TOKENS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("tokens", TOKENS)
+def test_every_moe_launch_fits_the_h200_and_holds_one_mlps_buffers_only(
+    built: dict,  # type: ignore[type-arg]
+    tokens: str,
+) -> None:
+    used = built[tokens]
+    for name, sizes in used.items():
+        for kernel in ("gate_up", "down"):
+            size, one_mlp = sizes[kernel], sizes[f"{kernel}_one_mlp"]
+            assert 0 < size <= H200_SHARED_PER_BLOCK, (name, kernel, size)
+            # No more than one MLP's pipeline (a quarter's slack for Triton's own scratch):
+            # the if/else of the first five-launch kernel held both MLPs' buffers, 2x.
+            assert size <= 1.25 * one_mlp, (name, kernel, size, one_mlp)
