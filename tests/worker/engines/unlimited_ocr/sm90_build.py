@@ -4,8 +4,8 @@ takes read back. Run where the kernels are compiled, not interpreted (TRITON_INT
 
     python -m tests.worker.engines.unlimited_ocr.sm90_build 1 16 128
 
-prints {tokens: {layout: {"gate_up": bytes, "down": bytes, and what one MLP's tiles need}}}
-as JSON."""
+prints {tokens: {layout: {"gate_up": bytes, "down": bytes, and what one MLP's tiles need}},
+"step": {the decode step's other kernels: bytes}} as JSON."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
+from ocr_worker.engines.unlimited_ocr import triton_kernels as step
 
 SM90 = GPUTarget("cuda", 90, 32)
 H200_SHARED_PER_BLOCK = 232_448  # bytes (cudaDevAttrMaxSharedMemoryPerBlockOptin, sm_90)
@@ -40,9 +41,12 @@ DOWN_POINTERS = dict(
 LAYOUTS = {"routed and shared": (True, True), "routed": (True, False), "shared": (False, True)}
 
 
-def shared_memory(kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles) -> int:  # type: ignore[no-untyped-def]
-    """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched: pointers
-    16-byte aligned (as torch's allocations are), everything else a plain i32."""
+def shared_memory(
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: Any
+) -> int:
+    """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched: ``pointers``
+    the arguments' types (pointers 16-byte aligned, as torch's allocations are), any other
+    argument a plain i32."""
     names = kernel.arg_names
     constants = {n: v for n, v in constants.items() if n in names}  # flags older kernels lack
     signature = {n: "constexpr" if n in constants else pointers.get(n, "i32") for n in names}
@@ -50,7 +54,11 @@ def shared_memory(kernel: Any, pointers: dict[str, str], constants: dict[str, An
         kernel,
         signature,
         constexprs={(names.index(n),): v for n, v in constants.items()},
-        attrs={(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n in pointers},
+        attrs={
+            (i,): [["tt.divisibility", 16]]
+            for i, n in enumerate(names)
+            if pointers.get(n, "").startswith("*")
+        },
     )
     options = {"num_warps": tiles.warps, "num_stages": tiles.stages}
     return int(triton.compile(source, target=SM90, options=options).metadata.shared)
@@ -100,11 +108,99 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
     }
 
 
+class _Launch:  # num_warps / num_stages as shared_memory takes them
+    def __init__(self, warps: int = 4, stages: int = 3) -> None:
+        self.warps, self.stages = warps, stages
+
+
+def step_kernels() -> dict[str, int]:
+    """The decode step's other kernels at v1's widths (10 heads of 128, hidden 1280, 64
+    experts): attention over 2,400 rows at 1 and 128 sequences in every tile the autotuner may
+    pick, its merge, RoPE and the KV write, the norms, routing and the experts' sum."""
+    heads, dim, hidden = V1.num_attention_heads, V1.hidden_size // V1.num_attention_heads, 1280
+    experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
+    built: dict[str, int] = {}
+    for batch in (1, 128):  # a slice per 16 rows at one sequence, one slice a head at 128
+        grains = triton.cdiv(2400, step.ROW_GRAIN)
+        slices = max(1, min(grains, triton.cdiv(step.TARGET_PROGRAMS, batch * heads)))
+        chunk = triton.cdiv(grains, slices) * step.ROW_GRAIN
+        slices = triton.cdiv(2400, chunk)
+        for block, warps in step._TILES:
+            built[f"attention {batch} BLOCK={block} warps={warps}"] = shared_memory(
+                step._attention_slices.fn,
+                dict(
+                    q_ptr=BF16,
+                    k_ptr=BF16,
+                    v_ptr=BF16,
+                    rows_ptr="*i64",
+                    valid_ptr="*u8",
+                    part_ptr=F32,
+                    scale="fp32",
+                ),
+                dict(CHUNK=chunk, HEADS=heads, DIM=dim, SLICES=slices, BLOCK=block),
+                _Launch(warps),
+            )
+        built[f"attention merge {batch}"] = shared_memory(
+            step._attention_merge,
+            dict(part_ptr=F32, out_ptr=BF16),
+            dict(HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)),
+            _Launch(),
+        )
+    built["rope and KV write"] = shared_memory(
+        step._rope_store,
+        dict(
+            qkv_ptr=BF16,
+            cos_ptr=BF16,
+            sin_ptr=BF16,
+            q_out_ptr=BF16,
+            k_pool_ptr=BF16,
+            v_pool_ptr=BF16,
+            write_rows_ptr="*i64",
+        ),
+        dict(HEADS=heads, DIM=dim),
+        _Launch(),
+    )
+    norm = dict(x_ptr=BF16, delta_ptr=BF16, weight_ptr=BF16, sum_ptr=BF16, out_ptr=BF16, eps="fp32")
+    for add in (True, False):
+        built[f"rms norm ADD={add}"] = shared_memory(
+            step._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=2048, ADD=add), _Launch()
+        )
+    built["router logits"] = shared_memory(
+        kernels._router_logits,
+        dict(h_ptr=BF16, w_ptr=BF16, logits_ptr=F32),
+        dict(HIDDEN=hidden, EXPERTS=experts, GROUP=8, BLOCK=256),
+        _Launch(),
+    )
+    built["top-k"] = shared_memory(
+        kernels._top_k,
+        dict(logits_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),
+        dict(EXPERTS=experts, EXPERTS_POW2=triton.next_power_of_2(experts), TOP_K=top_k),
+        _Launch(),
+    )
+    combine = dict(
+        routed_ptr=F32,
+        shared_ptr=BF16,
+        x_ptr=BF16,
+        norm_weight_ptr=BF16,
+        summed_ptr=BF16,
+        eps="fp32",
+    )
+    for add_norm in (True, False):
+        built[f"experts' sum ADD_NORM={add_norm}"] = shared_memory(
+            kernels._combine,
+            {**combine, "out_ptr": BF16},
+            dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=2048, ADD_NORM=add_norm),
+            _Launch(),
+        )
+    return built
+
+
 def main() -> None:
-    report = {
+    report: dict[str, Any] = {
         tokens: {name: launches(int(tokens), *flags) for name, flags in LAYOUTS.items()}
         for tokens in sys.argv[1:]
     }
+    report["step"] = step_kernels()
     print(json.dumps(report))
 
 

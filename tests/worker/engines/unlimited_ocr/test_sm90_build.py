@@ -52,3 +52,12 @@ def test_every_moe_launch_fits_the_h200_and_holds_one_mlps_buffers_only(
             # No more than one MLP's pipeline (a quarter's slack for Triton's own scratch):
             # the if/else of the first five-launch kernel held both MLPs' buffers, 2x.
             assert size <= 1.25 * one_mlp, (name, kernel, size, one_mlp)
+
+
+def test_the_decode_steps_other_kernels_build_for_the_h200_and_fit_it(built: dict) -> None:  # type: ignore[type-arg]
+    """Attention in every tile the autotuner may pick, RoPE, norms, routing, the experts' sum:
+    each compiles for sm_90 (the interpreter accepts code the compiler refuses) and fits."""
+    step = built["step"]
+    assert len(step) >= 18, sorted(step)
+    for kernel, size in step.items():
+        assert 0 <= size <= H200_SHARED_PER_BLOCK, (kernel, size)
