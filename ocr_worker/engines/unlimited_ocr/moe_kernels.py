@@ -496,8 +496,8 @@ def _launch(
     tiles = tiles or tiles_for(count)
     launch = dict(num_warps=tiles.warps, num_stages=tiles.stages)
     # Each MLP keeps its own tile widths; axis 2 is as long as the wider MLP needs.
-    block_n, block_k = _tile(inter, tiles.gate_up_n), _tile(hidden, tiles.k)
-    shared_block_n = _tile(shared_inter, tiles.gate_up_n)
+    gate_up_widths, down_widths = tile_widths(hidden, inter, shared_inter, tiles)
+    block_n, shared_block_n = gate_up_widths["BLOCK_N"], gate_up_widths["SHARED_BLOCK_N"]
 
     def launch_gate_up(with_routed: bool, with_unrouted: bool) -> None:
         mine = experts if with_routed else 0  # the unrouted MLP is program `mine` of axis 0
@@ -513,9 +513,7 @@ def _launch(
             shared_gate_up,
             shared_act,
             count,
-            BLOCK_N=block_n,
-            SHARED_BLOCK_N=shared_block_n,
-            BLOCK_K=block_k,
+            **gate_up_widths,
             **{**common, "EXPERTS": mine},
             WITH_ROUTED=with_routed,
             WITH_UNROUTED=with_unrouted,
@@ -528,8 +526,7 @@ def _launch(
         launch_gate_up(False, True)
     else:
         launch_gate_up(has_routed, has_unrouted)
-    block_n = _tile(hidden, tiles.down_n)
-    _down[(experts + has_unrouted, blocks, hidden // block_n)](
+    _down[(experts + has_unrouted, blocks, hidden // down_widths["BLOCK_N"])](
         act,
         ids,
         weights,
@@ -539,9 +536,7 @@ def _launch(
         shared_down,
         shared_out,
         count,
-        BLOCK_N=block_n,
-        BLOCK_K=_tile(inter, tiles.k),
-        SHARED_BLOCK_K=_tile(shared_inter, tiles.k),
+        **down_widths,
         **common,
         WITH_ROUTED=has_routed,
         WITH_UNROUTED=has_unrouted,
@@ -600,6 +595,23 @@ def tiles_fit(hidden: int, inter: int) -> bool:
     """Whether these kernels' tiles divide the projections' sizes (they do for v1 and the tiny
     test model); the caller keeps the torch ops otherwise."""
     return all(size % 16 == 0 for size in (hidden, inter))
+
+
+def tile_widths(
+    hidden: int, inter: int, shared_inter: int, tiles: Tiles
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The tile widths the gate/up and the down kernel are launched with."""
+    gate_up = dict(
+        BLOCK_N=_tile(inter, tiles.gate_up_n),
+        SHARED_BLOCK_N=_tile(shared_inter, tiles.gate_up_n),
+        BLOCK_K=_tile(hidden, tiles.k),
+    )
+    down = dict(
+        BLOCK_N=_tile(hidden, tiles.down_n),
+        BLOCK_K=_tile(inter, tiles.k),
+        SHARED_BLOCK_K=_tile(shared_inter, tiles.k),
+    )
+    return gate_up, down
 
 
 def _tile(size: int, largest: int) -> int:

@@ -106,6 +106,15 @@ def _attention_merge(
     tl.store(out_ptr + (b * HEADS + h) * DIM + d, out.to(out_ptr.dtype.element_ty))
 
 
+def attention_slices(batch: int, heads: int, width: int) -> tuple[int, int]:
+    """(rows per slice, slices) for ``batch`` sequences of ``width`` rows: enough slices for
+    about TARGET_PROGRAMS programs, each a whole number of ROW_GRAIN rows."""
+    grains = triton.cdiv(width, ROW_GRAIN)
+    slices = max(1, min(grains, triton.cdiv(TARGET_PROGRAMS, batch * heads)))
+    chunk = triton.cdiv(grains, slices) * ROW_GRAIN
+    return chunk, triton.cdiv(width, chunk)
+
+
 def paged_decode_attention(
     q: torch.Tensor,
     k_pool: torch.Tensor,
@@ -118,10 +127,7 @@ def paged_decode_attention(
     Every sequence needs at least one valid row (the graphs' padding rows keep column 0)."""
     batch, heads, dim = q.shape
     width = rows.shape[1]
-    grains = triton.cdiv(width, ROW_GRAIN)
-    slices = max(1, min(grains, triton.cdiv(TARGET_PROGRAMS, batch * heads)))
-    chunk = triton.cdiv(grains, slices) * ROW_GRAIN
-    slices = triton.cdiv(width, chunk)
+    chunk, slices = attention_slices(batch, heads, width)
     parts = torch.empty(batch, heads, slices, dim + 2, device=q.device, dtype=torch.float32)
     out = torch.empty_like(q)
     _attention_slices[(batch, heads, slices)](

@@ -42,7 +42,7 @@ LAYOUTS = {"routed and shared": (True, True), "routed": (True, False), "shared":
 
 
 def shared_memory(
-    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: Any
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
 ) -> int:
     """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched: ``pointers``
     the arguments' types (pointers 16-byte aligned, as torch's allocations are), any other
@@ -83,18 +83,8 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
         WITH_ROUTED=with_routed,
         WITH_UNROUTED=with_unrouted,
     )
-    gate_up = dict(
-        common,
-        BLOCK_N=kernels._tile(inter, tiles.gate_up_n),
-        SHARED_BLOCK_N=kernels._tile(shared_inter, tiles.gate_up_n),
-        BLOCK_K=kernels._tile(hidden, tiles.k),
-    )
-    down = dict(
-        common,
-        BLOCK_N=kernels._tile(hidden, tiles.down_n),
-        BLOCK_K=kernels._tile(inter, tiles.k),
-        SHARED_BLOCK_K=kernels._tile(shared_inter, tiles.k),
-    )
+    gate_up_widths, down_widths = kernels.tile_widths(hidden, inter, shared_inter, tiles)
+    gate_up, down = dict(common, **gate_up_widths), dict(common, **down_widths)
     # What one MLP's tiles need: the software pipeline's buffers (stages - 1 of them) of bf16
     # x/act rows and weight tiles; the gate/up reads two weight tiles (gate and up) a step.
     buffers, rows = 2 * (tiles.stages - 1), common["ROWS"]
@@ -108,23 +98,17 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
     }
 
 
-class _Launch:  # num_warps / num_stages as shared_memory takes them
-    def __init__(self, warps: int = 4, stages: int = 3) -> None:
-        self.warps, self.stages = warps, stages
-
-
 def step_kernels() -> dict[str, int]:
     """The decode step's other kernels at v1's widths (10 heads of 128, hidden 1280, 64
     experts): attention over 2,400 rows at 1 and 128 sequences in every tile the autotuner may
     pick, its merge, RoPE and the KV write, the norms, routing and the experts' sum."""
-    heads, dim, hidden = V1.num_attention_heads, V1.hidden_size // V1.num_attention_heads, 1280
+    heads, hidden = V1.num_attention_heads, V1.hidden_size
+    dim, row = hidden // heads, triton.next_power_of_2(hidden)  # a row's block, as launched
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
+    launch = kernels.Tiles()  # num_warps 4, num_stages 3: Triton's defaults
     built: dict[str, int] = {}
     for batch in (1, 128):  # a slice per 16 rows at one sequence, one slice a head at 128
-        grains = triton.cdiv(2400, step.ROW_GRAIN)
-        slices = max(1, min(grains, triton.cdiv(step.TARGET_PROGRAMS, batch * heads)))
-        chunk = triton.cdiv(grains, slices) * step.ROW_GRAIN
-        slices = triton.cdiv(2400, chunk)
+        chunk, slices = step.attention_slices(batch, heads, 2400)
         for block, warps in step._TILES:
             built[f"attention {batch} BLOCK={block} warps={warps}"] = shared_memory(
                 step._attention_slices.fn,
@@ -138,13 +122,13 @@ def step_kernels() -> dict[str, int]:
                     scale="fp32",
                 ),
                 dict(CHUNK=chunk, HEADS=heads, DIM=dim, SLICES=slices, BLOCK=block),
-                _Launch(warps),
+                kernels.Tiles(warps=warps),
             )
         built[f"attention merge {batch}"] = shared_memory(
             step._attention_merge,
             dict(part_ptr=F32, out_ptr=BF16),
             dict(HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)),
-            _Launch(),
+            launch,
         )
     built["rope and KV write"] = shared_memory(
         step._rope_store,
@@ -158,24 +142,24 @@ def step_kernels() -> dict[str, int]:
             write_rows_ptr="*i64",
         ),
         dict(HEADS=heads, DIM=dim),
-        _Launch(),
+        launch,
     )
     norm = dict(x_ptr=BF16, delta_ptr=BF16, weight_ptr=BF16, sum_ptr=BF16, out_ptr=BF16, eps="fp32")
     for add in (True, False):
         built[f"rms norm ADD={add}"] = shared_memory(
-            step._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=2048, ADD=add), _Launch()
+            step._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=row, ADD=add), launch
         )
     built["router logits"] = shared_memory(
         kernels._router_logits,
         dict(h_ptr=BF16, w_ptr=BF16, logits_ptr=F32),
-        dict(HIDDEN=hidden, EXPERTS=experts, GROUP=8, BLOCK=256),
-        _Launch(),
+        dict(HIDDEN=hidden, EXPERTS=experts, GROUP=8, BLOCK=min(256, row)),
+        launch,
     )
     built["top-k"] = shared_memory(
         kernels._top_k,
         dict(logits_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),
         dict(EXPERTS=experts, EXPERTS_POW2=triton.next_power_of_2(experts), TOP_K=top_k),
-        _Launch(),
+        launch,
     )
     combine = dict(
         routed_ptr=F32,
@@ -189,8 +173,8 @@ def step_kernels() -> dict[str, int]:
         built[f"experts' sum ADD_NORM={add_norm}"] = shared_memory(
             kernels._combine,
             {**combine, "out_ptr": BF16},
-            dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=2048, ADD_NORM=add_norm),
-            _Launch(),
+            dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=row, ADD_NORM=add_norm),
+            launch,
         )
     return built
 
