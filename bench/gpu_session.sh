@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
-# the card: the GPU tests, one MLP layer's kernels, the decode-step profile, the whole service
+# the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the decode-step profile, the whole service
 # (gpu_run.sh: the bare engine against the service, a worker killed), then the engine bench, the
 # longest, last: a loan that ends early has still measured the service.
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
@@ -16,29 +16,40 @@ OUTDIR=${1:-/tmp/gpusession}
 mkdir -p "$OUTDIR"
 export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
 export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
+PARTS=${PARTS:-tests attention mlp profile service engine}  # the parts to run, in this order
 part() { echo "== $1 $(date -u +%T)"; }
+wanted() { [[ " $PARTS " == *" $1 "* ]]; }
 
-part tests
-timeout 300 python3 -m pytest --noconftest -q -rf -m gpu \
-  tests/worker/engines/unlimited_ocr/test_gpu.py tests/worker/engines/unlimited_ocr/test_gpu_parity.py \
-  >"$OUTDIR/gpu_tests.log" 2>&1
-tail -25 "$OUTDIR/gpu_tests.log"
-if [ "${MLP:-1}" = 1 ]; then  # MLP=0 leaves it out when the MoE kernels did not change
+if wanted tests; then
+  part tests
+  timeout 300 python3 -m pytest --noconftest -q -rf -m gpu \
+    tests/worker/engines/unlimited_ocr/test_gpu.py tests/worker/engines/unlimited_ocr/test_gpu_parity.py \
+    >"$OUTDIR/gpu_tests.log" 2>&1
+  tail -25 "$OUTDIR/gpu_tests.log"
+fi
+if wanted attention; then
+  part attention
+  timeout 300 python3 -m bench.attention_bench --out "$OUTDIR/attention_bench.json" >"$OUTDIR/attention_bench.log" 2>&1
+  grep -E "^ +[0-9]+ seqs" "$OUTDIR/attention_bench.log" || tail -20 "$OUTDIR/attention_bench.log"
+fi
+if wanted mlp; then
   part mlp
   timeout 180 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
 fi
-if [ "${PROFILE:-1}" = 1 ]; then  # PROFILE=0 / ENGINE=0 leave out parts whose code did not change
+if wanted profile; then
   part profile
   timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
   tail -30 "$OUTDIR/step_profile.log"
 fi
-part service
-while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
-BARE=${BARE:-16 128} SERVICE=${SERVICE-16 128} SERVICE_EP=${SERVICE_EP-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
-  bash bench/gpu_run.sh "$OUTDIR/service" >"$OUTDIR/service.log" 2>&1  # kept if the loan ends
-tail -40 "$OUTDIR/service.log"
-if [ "${ENGINE:-1}" = 1 ]; then
+if wanted service; then
+  part service
+  while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 2; done
+  BARE=${BARE:-16 128} SERVICE=${SERVICE-16 128} SERVICE_EP=${SERVICE_EP-16 128} BENCH_ARGS=${BENCH_ARGS:---pages 20 24 --page-tokens 64 --distinct 16} \
+    bash bench/gpu_run.sh "$OUTDIR/service" >"$OUTDIR/service.log" 2>&1  # kept if the loan ends
+  tail -40 "$OUTDIR/service.log"
+fi
+if wanted engine; then
   part engine
   timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
     --pages 100 --step-batches 1 16 128 --throughput-docs 16 128 --steps-only rswa_torch \

@@ -18,6 +18,7 @@ sequence, ~950 tiny kernels (RMSNorm alone is seven per call, RoPE a dozen per l
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import torch
 import triton
@@ -25,17 +26,48 @@ import triton.language as tl
 
 ROW_GRAIN = 16  # a slice's rows are a multiple of this
 TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
-# Tile sizes and warps are measured, not guessed: each shape class (slice length, heads,
-# slices) is timed once on first use, outside any CUDA graph capture (the graphs' warm-up
-# steps come first), and the choice kept in Triton's cache for the next worker process. The
-# interpreter has no timing to learn from: it runs one config.
-_TILES = [(16, 2), (32, 4), (64, 4), (64, 8), (128, 8)]
+QUERY_ROWS = tl.constexpr(
+    16
+)  # the least M a tensor-core product takes: the query, padded with zeros
+
+
+class Tile(NamedTuple):
+    """One way the autotuner may run a slice: ``block`` rows a tile; ``mma``: the tile's two
+    products on the tensor cores, the query padded to QUERY_ROWS rows. The padding is wasted
+    work, but it is the form Triton's pipeliner knows: the next tiles' K and V are copied into
+    shared memory ahead (``stages``) while this tile is reduced, so a program keeps several
+    tiles in flight; the plain form (products on the CUDA cores) waits on each tile's loads."""
+
+    block: int
+    warps: int
+    stages: int = 3
+    mma: bool = False
+
+
+# Tile sizes, warps and the form are measured, not guessed: each shape class (slice length,
+# heads, slices) is timed once on first use, outside any CUDA graph capture (the graphs'
+# warm-up steps come first), and the choice kept in Triton's cache for the next worker process.
+# The interpreter has no timing to learn from: it runs one config.
+TILES = [
+    Tile(16, 2),
+    Tile(32, 4),
+    Tile(64, 4),
+    Tile(64, 8),
+    Tile(128, 8),
+    Tile(16, 2, mma=True),
+    Tile(32, 4, mma=True),
+    Tile(64, 8, mma=True),
+    Tile(128, 8, mma=True),
+]
 if os.environ.get("TRITON_INTERPRET") == "1":
-    _TILES = [(32, 4)]
+    TILES = [Tile(32, 4)]
 
 
 @triton.autotune(
-    configs=[triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in _TILES],
+    configs=[
+        triton.Config({"BLOCK": t.block, "MMA": t.mma}, num_warps=t.warps, num_stages=t.stages)
+        for t in TILES
+    ],
     key=["CHUNK", "HEADS", "SLICES"],
     cache_results=True,
 )
@@ -53,35 +85,102 @@ def _attention_slices(
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
     SLICES: tl.constexpr,
+    PRECISION: tl.constexpr,  # tl.dot's for fp32 inputs ("ieee" on the CPU and in fp32 tests)
     BLOCK: tl.constexpr,
+    MMA: tl.constexpr,
 ):
     b, h, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    query = q_ptr + (b * HEADS + h) * DIM
+    rows = rows_ptr + b * width
+    valid = valid_ptr + b * width
+    k_head, v_head = k_ptr + h * DIM, v_ptr + h * DIM
+    start = s * CHUNK
+    end = tl.minimum(start + CHUNK, width)
+    if MMA:
+        acc, best, total = _slice_on_tensor_cores(
+            query,
+            k_head,
+            v_head,
+            rows,
+            valid,
+            start,
+            end,
+            scale,
+            CHUNK,
+            HEADS,
+            DIM,
+            BLOCK,
+            PRECISION,
+        )
+    else:
+        acc, best, total = _slice_on_cuda_cores(
+            query, k_head, v_head, rows, valid, start, end, scale, CHUNK, HEADS, DIM, BLOCK
+        )
+    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
+    tl.store(part_ptr + base + tl.arange(0, DIM), acc)
+    tl.store(part_ptr + base + DIM, best)
+    tl.store(part_ptr + base + DIM + 1, total)
+
+
+@triton.jit
+def _slice_on_cuda_cores(
+    query, k_head, v_head, rows, valid, start, end, scale, CHUNK, HEADS, DIM, BLOCK
+):
+    """One head's online softmax over rows [start, end): (acc (DIM,), best, total), fp32."""
     d = tl.arange(0, DIM)
-    q = tl.load(q_ptr + (b * HEADS + h) * DIM + d).to(tl.float32) * scale
+    q = tl.load(query + d).to(tl.float32) * scale
     best = tl.full((), -1e30, tl.float32)  # finite: a slice with no valid row stays NaN-free
     total = tl.zeros((), tl.float32)
     acc = tl.zeros((DIM,), tl.float32)
-    start = s * CHUNK
-    end = tl.minimum(start + CHUNK, width)
     for offset in range(0, CHUNK, BLOCK):  # the last tile may reach past the slice: masked
         columns = start + offset + tl.arange(0, BLOCK)
         inside = columns < end
-        row = tl.load(rows_ptr + b * width + columns, mask=inside, other=0)
-        ok = tl.load(valid_ptr + b * width + columns, mask=inside, other=0) != 0
-        offsets = row[:, None] * (HEADS * DIM) + h * DIM + d[None, :]
-        k = tl.load(k_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
+        row = tl.load(rows + columns, mask=inside, other=0)
+        ok = tl.load(valid + columns, mask=inside, other=0) != 0
+        offsets = row[:, None] * (HEADS * DIM) + d[None, :]
+        k = tl.load(k_head + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
         scores = tl.where(ok, tl.sum(k * q[None, :], axis=1), float("-inf"))
         new_best = tl.maximum(best, tl.max(scores, axis=0))
         shrink = tl.exp(best - new_best)
         p = tl.exp(scores - new_best)
-        v = tl.load(v_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
+        v = tl.load(v_head + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
         total = total * shrink + tl.sum(p, axis=0)
         acc = acc * shrink + tl.sum(p[:, None] * v, axis=0)
         best = new_best
-    base = ((b * HEADS + h) * SLICES + s) * (DIM + 2)
-    tl.store(part_ptr + base + d, acc)
-    tl.store(part_ptr + base + DIM, best)
-    tl.store(part_ptr + base + DIM + 1, total)
+    return acc, best, total
+
+
+@triton.jit
+def _slice_on_tensor_cores(
+    query, k_head, v_head, rows, valid, start, end, scale, CHUNK, HEADS, DIM, BLOCK, PRECISION
+):
+    """The same as _slice_on_cuda_cores through tl.dot: row 0 of QUERY_ROWS holds the query,
+    the rest zeros; p is rounded to K/V's dtype for the second product, as flash attention
+    rounds it. Only row 0 of the result is returned."""
+    d = tl.arange(0, DIM)
+    m = tl.arange(0, QUERY_ROWS)
+    first = m == 0
+    q = tl.load(query + m[:, None] * 0 + d[None, :], mask=first[:, None], other=0.0)
+    best = tl.full((QUERY_ROWS,), -1e30, tl.float32)
+    total = tl.zeros((QUERY_ROWS,), tl.float32)
+    acc = tl.zeros((QUERY_ROWS, DIM), tl.float32)
+    for offset in range(0, CHUNK, BLOCK):
+        columns = start + offset + tl.arange(0, BLOCK)
+        inside = columns < end
+        row = tl.load(rows + columns, mask=inside, other=0)
+        ok = tl.load(valid + columns, mask=inside, other=0) != 0
+        k = tl.load(k_head + row[None, :] * (HEADS * DIM) + d[:, None], mask=ok[None, :], other=0.0)
+        scores = tl.dot(q, k, input_precision=PRECISION) * scale
+        scores = tl.where(ok[None, :], scores, float("-inf"))
+        new_best = tl.maximum(best, tl.max(scores, axis=1))
+        shrink = tl.exp(best - new_best)
+        p = tl.exp(scores - new_best[:, None])
+        v = tl.load(v_head + row[:, None] * (HEADS * DIM) + d[None, :], mask=ok[:, None], other=0.0)
+        total = total * shrink + tl.sum(p, axis=1)
+        acc = acc * shrink[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
+        best = new_best
+    row_0 = tl.sum(tl.where(first[:, None], acc, 0.0), axis=0)
+    return row_0, tl.max(tl.where(first, best, -1e30), axis=0), tl.sum(tl.where(first, total, 0.0))
 
 
 @triton.jit
@@ -143,6 +242,7 @@ def paged_decode_attention(
         HEADS=heads,
         DIM=dim,
         SLICES=slices,
+        PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
     )
     _attention_merge[(batch, heads)](
         parts, out, HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)

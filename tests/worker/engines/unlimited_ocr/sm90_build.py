@@ -109,20 +109,31 @@ def step_kernels() -> dict[str, int]:
     built: dict[str, int] = {}
     for batch in (1, 128):  # a slice per 16 rows at one sequence, one slice a head at 128
         chunk, slices = step.attention_slices(batch, heads, 2400)
-        for block, warps in step._TILES:
-            built[f"attention {batch} BLOCK={block} warps={warps}"] = shared_memory(
-                step._attention_slices.fn,
-                dict(
-                    q_ptr=BF16,
-                    k_ptr=BF16,
-                    v_ptr=BF16,
-                    rows_ptr="*i64",
-                    valid_ptr="*u8",
-                    part_ptr=F32,
-                    scale="fp32",
-                ),
-                dict(CHUNK=chunk, HEADS=heads, DIM=dim, SLICES=slices, BLOCK=block),
-                kernels.Tiles(warps=warps),
+        for tile in step.TILES:
+            form = "tensor cores" if tile.mma else "cuda cores"
+            built[f"attention {batch} BLOCK={tile.block} warps={tile.warps} {form}"] = (
+                shared_memory(
+                    step._attention_slices.fn,
+                    dict(
+                        q_ptr=BF16,
+                        k_ptr=BF16,
+                        v_ptr=BF16,
+                        rows_ptr="*i64",
+                        valid_ptr="*u8",
+                        part_ptr=F32,
+                        scale="fp32",
+                    ),
+                    dict(
+                        CHUNK=chunk,
+                        HEADS=heads,
+                        DIM=dim,
+                        SLICES=slices,
+                        PRECISION="tf32",
+                        BLOCK=tile.block,
+                        MMA=tile.mma,
+                    ),
+                    kernels.Tiles(warps=tile.warps, stages=tile.stages),
+                )
             )
         built[f"attention merge {batch}"] = shared_memory(
             step._attention_merge,

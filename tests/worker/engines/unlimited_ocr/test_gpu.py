@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
 
+from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
@@ -182,3 +184,42 @@ def test_greedy_on_the_card_picks_what_argmax_picks() -> None:
     logits[3] = 1.0
     assert torch.equal(greedy(logits), logits.argmax(-1))
     assert greedy(logits)[1:4].tolist() == [5, 1009, 0]
+
+
+@pytest.mark.parametrize("chosen", kernels.TILES, ids=str)
+@pytest.mark.parametrize("batch", [1, 128])
+def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(
+    chosen: kernels.Tile, batch: int
+) -> None:
+    """Whichever tile and form the autotuner picks on the card (CUDA cores, or tensor cores
+    with the query padded), compiled, in bf16, at v1's 10 heads of 128 over ~2,300 rows: the
+    values of SDPA over the gathered rows. A wrong row or head is off by ~100%."""
+    config = triton.Config(
+        {"BLOCK": chosen.block, "MMA": chosen.mma},
+        num_warps=chosen.warps,
+        num_stages=chosen.stages,
+    )
+    gen = torch.Generator(device=DEVICE).manual_seed(batch)
+    k_pool, v_pool = (
+        torch.randn(batch * 2400, 10, 128, device=DEVICE, generator=gen, dtype=torch.bfloat16)
+        for _ in range(2)
+    )
+    rows = torch.randperm(batch * 2400, device=DEVICE, generator=gen)[: batch * 2312]
+    rows = rows.view(batch, 2312)
+    valid = torch.rand(batch, 2312, device=DEVICE, generator=gen) < 0.9
+    valid[:, 0] = True
+    q = torch.randn(batch, 10, 128, device=DEVICE, generator=gen, dtype=torch.bfloat16)
+    saved = kernels._attention_slices.configs
+    kernels._attention_slices.configs = [config]
+    try:
+        got = kernels.paged_decode_attention(q, k_pool, v_pool, rows, valid).float()
+    finally:
+        kernels._attention_slices.configs = saved
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q[:, :, None],
+        k_pool[rows].transpose(1, 2),
+        v_pool[rows].transpose(1, 2),
+        attn_mask=valid[:, None, None],
+    )[:, :, 0].float()
+    error = ((got - expected).norm() / expected.norm()).item()
+    assert error < 1e-2, (chosen, error)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
 
 # On a GPU box test_gpu.py runs these kernels compiled; here they run interpreted, on the CPU.
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compiled in test_gpu.py")
@@ -42,9 +43,14 @@ def _pool(rows: int, seed: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("one_slice", [False, True])  # rows split over programs, or not
+@pytest.mark.parametrize("mma", [False, True], ids=["cuda cores", "tensor cores"])
 def test_paged_attention_equals_sdpa_over_the_gathered_rows(
-    one_slice: bool, monkeypatch: pytest.MonkeyPatch
+    one_slice: bool, mma: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Each form the autotuner may pick on the card, through the same launch.
+    tile = kernels.Tile(32, 4, mma=mma)
+    config = triton.Config({"BLOCK": tile.block, "MMA": tile.mma}, num_warps=tile.warps)
+    monkeypatch.setattr(kernels._attention_slices, "configs", [config])
     if one_slice:  # as at 128 sequences, where the batch alone fills the card
         monkeypatch.setattr(kernels, "TARGET_PROGRAMS", 1)
     batch = 4
