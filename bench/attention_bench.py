@@ -1,21 +1,23 @@
 """The decode step's attention over the block pool (triton_kernels.paged_decode_attention) at
 v1's shape, the way a step runs it: 12 layers, each sequence reading its page group's prefix
-(8 pages in 32-row blocks scattered over the pool) and its 128-row ring, replayed from a CUDA
-graph. Side by side in one run:
+(8 pages in 32-row blocks scattered over the pool, as a long-running worker leaves it) and its
+128-row ring, replayed from a CUDA graph. Side by side in one run:
 
 - ``gather_sdpa``: the rows copied out of the pool, then torch's SDPA (the torch step's way);
-- ``cuda_cores``: our kernel with only the tiles that multiply on the CUDA cores (before);
-- ``all_tiles``: our kernel with every tile the autotuner may pick (triton_kernels.TILES),
-  also at other slice targets (``TARGET_PROGRAMS``);
+- every tile of triton_kernels.TILES at several program targets (slices a head);
+- ``before``: the fastest CUDA-core tile at 1,024 programs, the best Triton's autotuner could
+  pick before (it picked on the graphs' padding rows, so the engine ran no faster than this);
+- ``default``: triton_kernels.TILE at TARGET_PROGRAMS, what the engine runs now.
 
-    python3 -m bench.attention_bench [--batches 1 16 128] [--targets 1024 4096]
+    python3 -m bench.attention_bench [--batches 1 16 128] [--targets 1024 2048 4096 8192]
 
-Prints µs per step (12 layers), the bytes of K and V read at the achieved TB/s, the ratio to
-``cuda_cores``, the tile the autotuner chose, and the largest difference from SDPA (bf16)."""
+Prints µs per step (12 layers), the bytes of K and V read at the achieved TB/s, before/default
+and the fastest of the grid, and the largest difference from SDPA (bf16)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +51,7 @@ def row_table(batch: int, generator: torch.Generator) -> tuple[torch.Tensor, int
 
 
 def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, Any]:
+    """One batch size: SDPA, the grid, the default; µs per step of 12 layers."""
     generator = torch.Generator().manual_seed(batch)
     rows, pool_rows = row_table(batch, generator)
     rows = rows.to(device)
@@ -59,10 +62,12 @@ def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, A
     q = torch.randn(LAYERS, batch, HEADS, DIM, device=device, dtype=torch.bfloat16)
     width = rows.shape[1]
 
-    def ours() -> torch.Tensor:
+    def ours(tile: kernels.Tile, programs: int) -> torch.Tensor:
         return torch.stack(
             [
-                kernels.paged_decode_attention(q[i], k_pool[i], v_pool[i], rows, valid)
+                kernels.paged_decode_attention(
+                    q[i], k_pool[i], v_pool[i], rows, valid, tile, programs
+                )
                 for i in range(LAYERS)
             ]
         )
@@ -89,32 +94,28 @@ def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, A
         report[name] = {"us": us, "tb_per_s": bytes_read / us / 1e6, "max_diff": difference}
 
     record("gather_sdpa", gather_sdpa)
-    all_configs = kernels._attention_slices.configs
-    default_target = kernels.TARGET_PROGRAMS
-    try:
-        kernels._attention_slices.configs = [c for c in all_configs if not c.kwargs["MMA"]]
-        kernels._attention_slices.cache.clear()
-        record("cuda_cores", ours)
-        report["cuda_cores"]["chose"] = str(kernels._attention_slices.best_config)
-        kernels._attention_slices.configs = all_configs
-        for target in [default_target, *[t for t in targets if t != default_target]]:
-            kernels.TARGET_PROGRAMS = target
-            kernels._attention_slices.cache.clear()
-            name = f"all_tiles_{target}"
-            record(name, ours)
-            report[name]["chose"] = str(kernels._attention_slices.best_config)
-            report[name]["slices"] = kernels.attention_slices(batch, HEADS, width)[1]
-            report[name]["vs_cuda_cores"] = report["cuda_cores"]["us"] / report[name]["us"]
-    finally:
-        kernels._attention_slices.configs = all_configs
-        kernels.TARGET_PROGRAMS = default_target
+    grid: dict[str, float] = {}
+    for target in targets:
+        for tile in kernels.TILES:
+            name = f"{'mma' if tile.mma else 'cuda'}_b{tile.block}_w{tile.warps}_s{tile.stages}"
+            call = functools.partial(ours, tile, target)
+            grid[f"{name}@{target}"] = graphed_us(call, repeats=5)
+    report["grid_us"] = grid
+    old = [us for name, us in grid.items() if name.startswith("cuda") and name.endswith("@1024")]
+    before = min(old, default=float("nan"))
+    record("default", functools.partial(ours, kernels.TILE, kernels.TARGET_PROGRAMS))
+    fastest = min(grid, key=grid.__getitem__)
+    report["before_us"] = before
+    report["fastest"] = {"name": fastest, "us": grid[fastest]}
+    report["before_over_default"] = before / report["default"]["us"]
+    report["default_over_fastest"] = report["default"]["us"] / grid[fastest]
     return report
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
-    parser.add_argument("--targets", type=int, nargs="+", default=[2048, 4096])
+    parser.add_argument("--targets", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda")
@@ -127,11 +128,15 @@ def main() -> None:
         report = measure(batch, args.targets, device)
         results[f"batch_{batch}"] = report
         torch.cuda.empty_cache()  # the pools of this batch size are gone
-        for name, row in report.items():
-            if isinstance(row, dict):
-                extra = {k: v for k, v in row.items() if k not in ("us", "tb_per_s")}
-                speed = f"{row['us']:9.1f} us {row['tb_per_s']:5.2f} TB/s"
-                print(f"{batch:4d} seqs {name:16s} {speed} {extra}")
+        for name in ("gather_sdpa", "default"):
+            row = report[name]
+            speed = f"{row['us']:9.1f} us {row['tb_per_s']:5.2f} TB/s"
+            print(f"{batch:4d} seqs {name:12s} {speed} max diff {row['max_diff']:.2g}")
+        print(
+            f"{batch:4d} seqs before {report['before_us']:.1f} us: before/default "
+            f"{report['before_over_default']:.2f}; fastest {report['fastest']} "
+            f"(default/fastest {report['default_over_fastest']:.2f})"
+        )
     text = json.dumps(results, indent=1)
     print(text)
     if args.out:

@@ -208,7 +208,7 @@ def main() -> None:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)
     results: dict = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
-    results["moe_merge"] = fused_mlp.MOE_MERGE
+    results["moe_merge"] = fused_mlp.MOE_MERGE or "by token count"
     for batch in args.batches:
         results[f"decode_{batch}"] = row = decode_profile(model, batch, args, device, dtype)
         print(

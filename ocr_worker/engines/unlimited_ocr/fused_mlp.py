@@ -15,14 +15,20 @@ from ocr_worker.engines.unlimited_ocr import triton_kernels
 
 # Where a MoE layer's shared experts run (the benches compare them):
 # "all": in the routed experts' gate/up launch and their down launch, and the experts' sum,
-#   the residual add and the next RMSNorm in one kernel: 5 launches a layer. On the H200 its
-#   gate/up took 25 µs a layer at one token where the two separate ones took 17.6, while the
-#   kernel's if/else held both MLPs' shared memory (122,880 bytes); written as two constexpr
-#   branches it compiles to 61,440, as a one-MLP launch does (not yet timed on a card);
+#   the residual add and the next RMSNorm in one kernel: 5 launches a layer;
 # "down": the routed and shared gate/up in a launch each, both downs in one (6);
 # "none": 8 launches, as first built.
-MOE_MERGE = "all"
+# None (the default) picks by the token count, as measured on the H200 (bench/mlp_bench.py, a
+# layer replayed from a graph): "all" at 1 and 16 tokens (37.7 and 111.7 µs against "down"'s
+# 41.4 and 114.5), "down" at 128 (179.0 against 210.5: there the one gate/up launch of both
+# MLPs is the longer).
+MOE_MERGE: str | None = None
 MOE_MERGES = ("all", "down", "none")
+MERGE_ALL_UP_TO = 32  # tokens; between 16 and 128 not yet measured
+
+
+def merge_for(tokens: int) -> str:
+    return MOE_MERGE or ("all" if tokens <= MERGE_ALL_UP_TO else "down")
 
 
 def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -66,7 +72,7 @@ class _MoeMlp:
         self.gate_up, self.down = experts.gate_up_proj, experts.down_proj
         self.shared_gate_up, self.shared_down = _stacked(moe.shared_experts)
         self.tiles: kernels.Tiles | None = None  # None: by the token count
-        self.merge = MOE_MERGE
+        self.merge: str | None = None  # None: merge_for(the token count)
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
         return kernels.combine(*self._experts(h), self.top_k)
@@ -74,7 +80,7 @@ class _MoeMlp:
     def add_and_norm(self, x: torch.Tensor, h: torch.Tensor, norm: Any) -> tuple[Any, Any]:
         """(x + self(h), norm(x + self(h))): the sum of the experts, the residual add and the
         next RMSNorm in one kernel."""
-        if self.merge == "none":
+        if (self.merge or merge_for(h.shape[0])) == "none":
             return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
         routed, shared = self._experts(h)
         return kernels.combine_add_rms_norm(
@@ -85,9 +91,10 @@ class _MoeMlp:
         ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
         routed = (self.gate_up, self.down, ids, weights)
         shared = (self.shared_gate_up, self.shared_down)
-        assert self.merge in MOE_MERGES, self.merge
-        if self.merge != "none":
-            split = self.merge == "down"
+        merge = self.merge or merge_for(h.shape[0])
+        assert merge in MOE_MERGES, merge
+        if merge != "none":
+            split = merge == "down"
             return kernels.moe_experts(h, routed, shared, self.tiles, split_gate_up=split)
         return (
             kernels.expert_mlp(h, *routed, tiles=self.tiles),

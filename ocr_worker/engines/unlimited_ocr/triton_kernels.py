@@ -17,7 +17,6 @@ sequence, ~950 tiny kernels (RMSNorm alone is seven per call, RoPE a dozen per l
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 import torch
@@ -25,18 +24,15 @@ import triton
 import triton.language as tl
 
 ROW_GRAIN = 16  # a slice's rows are a multiple of this
-TARGET_PROGRAMS = 1024  # ~8 per SM on an H200: enough slices that one sequence fills the card
-QUERY_ROWS = tl.constexpr(
-    16
-)  # the least M a tensor-core product takes: the query, padded with zeros
+QUERY_ROWS = tl.constexpr(16)  # the least M a tensor-core product takes: the query, padded
 
 
 class Tile(NamedTuple):
-    """One way the autotuner may run a slice: ``block`` rows a tile; ``mma``: the tile's two
-    products on the tensor cores, the query padded to QUERY_ROWS rows. The padding is wasted
-    work, but it is the form Triton's pipeliner knows: the next tiles' K and V are copied into
-    shared memory ahead (``stages``) while this tile is reduced, so a program keeps several
-    tiles in flight; the plain form (products on the CUDA cores) waits on each tile's loads."""
+    """How a program runs its slice: ``block`` rows a tile; ``mma``: the tile's two products
+    on the tensor cores, the query padded to QUERY_ROWS rows. The padding is wasted work, but
+    it is the form Triton's pipeliner knows: the next tiles' K and V are copied into shared
+    memory ahead (``stages``) while this tile is reduced, so a program keeps tiles in flight;
+    the plain form (products on the CUDA cores) waits on each tile's loads."""
 
     block: int
     warps: int
@@ -44,33 +40,29 @@ class Tile(NamedTuple):
     mma: bool = False
 
 
-# Tile sizes, warps and the form are measured, not guessed: each shape class (slice length,
-# heads, slices) is timed once on first use, outside any CUDA graph capture (the graphs'
-# warm-up steps come first), and the choice kept in Triton's cache for the next worker process.
-# The interpreter has no timing to learn from: it runs one config.
+# The tiles bench/attention_bench.py times (and the sm_90 build test compiles). Chosen from
+# its runs on the H200 (bench/RESULTS.md), not by Triton's autotuner at run time: the engine
+# first runs a shape in a CUDA graph's warm-up, whose padding rows read one masked row, and a
+# choice timed on that workload was the slowest form on real rows.
 TILES = [
     Tile(16, 2),
     Tile(32, 4),
     Tile(64, 4),
     Tile(64, 8),
     Tile(128, 8),
+    Tile(16, 1, mma=True),
     Tile(16, 2, mma=True),
+    Tile(16, 2, 4, mma=True),
+    Tile(32, 2, mma=True),
     Tile(32, 4, mma=True),
     Tile(64, 8, mma=True),
-    Tile(128, 8, mma=True),
 ]
-if os.environ.get("TRITON_INTERPRET") == "1":
-    TILES = [Tile(32, 4)]
+TILE = Tile(16, 2, mma=True)
+# Programs a launch aims for (~30 per SM): at 128 sequences, 4 slices a head rather than one
+# keep the last wave short; at one sequence, slices of 16 rows.
+TARGET_PROGRAMS = 4096
 
 
-@triton.autotune(
-    configs=[
-        triton.Config({"BLOCK": t.block, "MMA": t.mma}, num_warps=t.warps, num_stages=t.stages)
-        for t in TILES
-    ],
-    key=["CHUNK", "HEADS", "SLICES"],
-    cache_results=True,
-)
 @triton.jit
 def _attention_slices(
     q_ptr,
@@ -205,11 +197,13 @@ def _attention_merge(
     tl.store(out_ptr + (b * HEADS + h) * DIM + d, out.to(out_ptr.dtype.element_ty))
 
 
-def attention_slices(batch: int, heads: int, width: int) -> tuple[int, int]:
+def attention_slices(
+    batch: int, heads: int, width: int, programs: int = TARGET_PROGRAMS
+) -> tuple[int, int]:
     """(rows per slice, slices) for ``batch`` sequences of ``width`` rows: enough slices for
-    about TARGET_PROGRAMS programs, each a whole number of ROW_GRAIN rows."""
+    about ``programs`` programs, each a whole number of ROW_GRAIN rows."""
     grains = triton.cdiv(width, ROW_GRAIN)
-    slices = max(1, min(grains, triton.cdiv(TARGET_PROGRAMS, batch * heads)))
+    slices = max(1, min(grains, triton.cdiv(programs, batch * heads)))
     chunk = triton.cdiv(grains, slices) * ROW_GRAIN
     return chunk, triton.cdiv(width, chunk)
 
@@ -220,13 +214,15 @@ def paged_decode_attention(
     v_pool: torch.Tensor,
     rows: torch.Tensor,
     valid: torch.Tensor,
+    tile: Tile = TILE,
+    programs: int = TARGET_PROGRAMS,
 ) -> torch.Tensor:
     """q: (B, H, D); k_pool/v_pool: (pool rows, H, D) of one layer; rows: (B, R) pool rows each
     sequence reads; valid: (B, R) which of them count. Returns softmax(q·k/√D)·v: (B, H, D).
     Every sequence needs at least one valid row (the graphs' padding rows keep column 0)."""
     batch, heads, dim = q.shape
     width = rows.shape[1]
-    chunk, slices = attention_slices(batch, heads, width)
+    chunk, slices = attention_slices(batch, heads, width, programs)
     parts = torch.empty(batch, heads, slices, dim + 2, device=q.device, dtype=torch.float32)
     out = torch.empty_like(q)
     _attention_slices[(batch, heads, slices)](
@@ -243,6 +239,10 @@ def paged_decode_attention(
         DIM=dim,
         SLICES=slices,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        BLOCK=tile.block,
+        MMA=tile.mma,
+        num_warps=tile.warps,
+        num_stages=tile.stages,
     )
     _attention_merge[(batch, heads)](
         parts, out, HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)

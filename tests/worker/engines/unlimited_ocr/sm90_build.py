@@ -100,8 +100,8 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
 
 def step_kernels() -> dict[str, int]:
     """The decode step's other kernels at v1's widths (10 heads of 128, hidden 1280, 64
-    experts): attention over 2,400 rows at 1 and 128 sequences in every tile the autotuner may
-    pick, its merge, RoPE and the KV write, the norms, routing and the experts' sum."""
+    experts): attention over 2,400 rows at 1 and 128 sequences in every tile the bench may
+    choose from, its merge, RoPE and the KV write, the norms, routing and the experts' sum."""
     heads, hidden = V1.num_attention_heads, V1.hidden_size
     dim, row = hidden // heads, triton.next_power_of_2(hidden)  # a row's block, as launched
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
@@ -113,7 +113,7 @@ def step_kernels() -> dict[str, int]:
             form = "tensor cores" if tile.mma else "cuda cores"
             built[f"attention {batch} BLOCK={tile.block} warps={tile.warps} {form}"] = (
                 shared_memory(
-                    step._attention_slices.fn,
+                    step._attention_slices,
                     dict(
                         q_ptr=BF16,
                         k_ptr=BF16,

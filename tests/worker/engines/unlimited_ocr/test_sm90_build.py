@@ -55,7 +55,7 @@ def test_every_moe_launch_fits_the_h200_and_holds_one_mlps_buffers_only(
 
 
 def test_the_decode_steps_other_kernels_build_for_the_h200_and_fit_it(built: dict) -> None:  # type: ignore[type-arg]
-    """Attention in every tile the autotuner may pick, RoPE, norms, routing, the experts' sum:
+    """Attention in every tile the bench may choose from, RoPE, norms, routing, the experts' sum:
     each compiles for sm_90 (the interpreter accepts code the compiler refuses) and fits."""
     step = built["step"]
     assert len(step) >= 18, sorted(step)

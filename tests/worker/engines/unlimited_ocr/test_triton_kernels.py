@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-import triton
 
 # On a GPU box test_gpu.py runs these kernels compiled; here they run interpreted, on the CPU.
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compiled in test_gpu.py")
@@ -44,15 +43,9 @@ def _pool(rows: int, seed: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("one_slice", [False, True])  # rows split over programs, or not
 @pytest.mark.parametrize("mma", [False, True], ids=["cuda cores", "tensor cores"])
-def test_paged_attention_equals_sdpa_over_the_gathered_rows(
-    one_slice: bool, mma: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Each form the autotuner may pick on the card, through the same launch.
-    tile = kernels.Tile(32, 4, mma=mma)
-    config = triton.Config({"BLOCK": tile.block, "MMA": tile.mma}, num_warps=tile.warps)
-    monkeypatch.setattr(kernels._attention_slices, "configs", [config])
-    if one_slice:  # as at 128 sequences, where the batch alone fills the card
-        monkeypatch.setattr(kernels, "TARGET_PROGRAMS", 1)
+def test_paged_attention_equals_sdpa_over_the_gathered_rows(one_slice: bool, mma: bool) -> None:
+    tile = kernels.Tile(16 if mma else 32, 2, mma=mma)  # either form, through the same launch
+    programs = 1 if one_slice else kernels.TARGET_PROGRAMS
     batch = 4
     g = torch.Generator().manual_seed(batch)
     k_pool, v_pool = _pool(1000, 1), _pool(1000, 2)
@@ -65,7 +58,7 @@ def test_paged_attention_equals_sdpa_over_the_gathered_rows(
     valid[-1, 0] = True
     q = torch.randn(batch, HEADS, DIM, generator=g)
 
-    ours = kernels.paged_decode_attention(q, k_pool, v_pool, rows, valid)
+    ours = kernels.paged_decode_attention(q, k_pool, v_pool, rows, valid, tile, programs)
 
     expected = F.scaled_dot_product_attention(
         q[:, :, None],
@@ -80,7 +73,7 @@ def test_paged_attention_equals_sdpa_over_the_gathered_rows(
     poisoned_k[hidden], poisoned_v[hidden] = 1e4, -1e4
     shown = rows[valid]
     poisoned_k[shown], poisoned_v[shown] = k_pool[shown], v_pool[shown]
-    again = kernels.paged_decode_attention(q, poisoned_k, poisoned_v, rows, valid)
+    again = kernels.paged_decode_attention(q, poisoned_k, poisoned_v, rows, valid, tile, programs)
     torch.testing.assert_close(again, expected, rtol=1e-4, atol=1e-5)
 
 
