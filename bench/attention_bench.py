@@ -7,7 +7,7 @@ v1's shape, the way a step runs it: 12 layers, each sequence reading its page gr
 - every tile of triton_kernels.TILES at several program targets (slices a head);
 - ``before``: the fastest CUDA-core tile at 1,024 programs, the best Triton's autotuner could
   pick before (it picked on the graphs' padding rows, so the engine ran no faster than this);
-- ``default``: triton_kernels.TILE at TARGET_PROGRAMS, what the engine runs now.
+- ``default``: triton_kernels.TILE at target_programs(batch), what the engine runs now.
 
     python3 -m bench.attention_bench [--batches 1 16 128] [--targets 1024 2048 4096 8192]
 
@@ -62,7 +62,7 @@ def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, A
     q = torch.randn(LAYERS, batch, HEADS, DIM, device=device, dtype=torch.bfloat16)
     width = rows.shape[1]
 
-    def ours(tile: kernels.Tile, programs: int) -> torch.Tensor:
+    def ours(tile: kernels.Tile, programs: int | None) -> torch.Tensor:
         return torch.stack(
             [
                 kernels.paged_decode_attention(
@@ -103,7 +103,7 @@ def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, A
     report["grid_us"] = grid
     old = [us for name, us in grid.items() if name.startswith("cuda") and name.endswith("@1024")]
     before = min(old, default=float("nan"))
-    record("default", functools.partial(ours, kernels.TILE, kernels.TARGET_PROGRAMS))
+    record("default", functools.partial(ours, kernels.TILE, kernels.target_programs(batch)))
     fastest = min(grid, key=grid.__getitem__)
     report["before_us"] = before
     report["fastest"] = {"name": fastest, "us": grid[fastest]}
@@ -122,7 +122,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device),
         "triton": triton.__version__,
-        "default_target": kernels.TARGET_PROGRAMS,
+        "default_tile": str(kernels.TILE),
     }
     for batch in args.batches:
         report = measure(batch, args.targets, device)

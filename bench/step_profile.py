@@ -109,7 +109,29 @@ def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ign
         sync(device)
     scheduler.abort_all()
     table = kernel_table(prof, steps)
-    return {"wall_ms_per_step": wall_ms, **table}
+    return {"wall_ms_per_step": wall_ms, "replay_ms_per_step": replay_ms(engine, batch), **table}
+
+
+def replay_ms(engine, batch: int) -> float | None:  # type: ignore[no-untyped-def]
+    """The step's graph replayed back to back, no host work between: a step's time on the GPU
+    with the gaps between its kernels. wall - replay is what the host adds; replay - busy is
+    what the kernels' launches and tails add inside the graph."""
+    graphs = engine.runner.graphs
+    captured = [
+        e for (count, _), e in (graphs.captured if graphs else {}).items() if count == batch
+    ]
+    if not captured:
+        return None
+    graph, rounds = captured[-1].graph, 50
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(rounds):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) / rounds
 
 
 def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-untyped-def]
@@ -213,6 +235,7 @@ def main() -> None:
         results[f"decode_{batch}"] = row = decode_profile(model, batch, args, device, dtype)
         print(
             f"\ndecode step, {batch} sequences: {row['wall_ms_per_step']:.2f} ms wall, "
+            f"{row['replay_ms_per_step'] or float('nan'):.2f} ms its graph replayed alone, "
             f"{row['gpu_us_per_step'] / 1000:.2f} ms GPU busy, "
             f"{row['kernels_per_step']:.0f} kernels",
             flush=True,

@@ -40,10 +40,10 @@ class Tile(NamedTuple):
     mma: bool = False
 
 
-# The tiles bench/attention_bench.py times (and the sm_90 build test compiles). Chosen from
-# its runs on the H200 (bench/RESULTS.md), not by Triton's autotuner at run time: the engine
-# first runs a shape in a CUDA graph's warm-up, whose padding rows read one masked row, and a
-# choice timed on that workload was the slowest form on real rows.
+# The tiles bench/attention_bench.py times (and the sm_90 build test compiles). The engine's
+# tile and program counts come from its runs on the H200 (bench/RESULTS.md), not from Triton's
+# autotuner at run time: the engine first runs a shape in a CUDA graph's warm-up, whose padding
+# rows read one masked row, and a choice timed on that workload was the slowest on real rows.
 TILES = [
     Tile(16, 2),
     Tile(32, 4),
@@ -57,10 +57,15 @@ TILES = [
     Tile(32, 4, mma=True),
     Tile(64, 8, mma=True),
 ]
-TILE = Tile(16, 2, mma=True)
-# Programs a launch aims for (~30 per SM): at 128 sequences, 4 slices a head rather than one
-# keep the last wave short; at one sequence, slices of 16 rows.
-TARGET_PROGRAMS = 4096
+# Fastest, or within 1% of it, at 1, 16 and 128 sequences over ~2,300 rows: 121 / 726 / 4,706
+# µs a step's 12 layers, against 136 / 1,091 / 7,478 for the best CUDA-core tile.
+TILE = Tile(16, 1, mma=True)
+
+
+def target_programs(batch: int) -> int:
+    """Programs a launch aims for: 2,048 up to 16 sequences (13 slices a head at 16), 4,096
+    above (4 slices a head at 128: the last wave stays short). Measured at 1, 16 and 128."""
+    return 2048 if batch <= 16 else 4096
 
 
 @triton.jit
@@ -198,10 +203,11 @@ def _attention_merge(
 
 
 def attention_slices(
-    batch: int, heads: int, width: int, programs: int = TARGET_PROGRAMS
+    batch: int, heads: int, width: int, programs: int | None = None
 ) -> tuple[int, int]:
     """(rows per slice, slices) for ``batch`` sequences of ``width`` rows: enough slices for
-    about ``programs`` programs, each a whole number of ROW_GRAIN rows."""
+    about ``programs`` programs (target_programs), each a whole number of ROW_GRAIN rows."""
+    programs = programs or target_programs(batch)
     grains = triton.cdiv(width, ROW_GRAIN)
     slices = max(1, min(grains, triton.cdiv(programs, batch * heads)))
     chunk = triton.cdiv(grains, slices) * ROW_GRAIN
@@ -215,7 +221,7 @@ def paged_decode_attention(
     rows: torch.Tensor,
     valid: torch.Tensor,
     tile: Tile = TILE,
-    programs: int = TARGET_PROGRAMS,
+    programs: int | None = None,
 ) -> torch.Tensor:
     """q: (B, H, D); k_pool/v_pool: (pool rows, H, D) of one layer; rows: (B, R) pool rows each
     sequence reads; valid: (B, R) which of them count. Returns softmax(q·k/√D)·v: (B, H, D).
