@@ -43,7 +43,7 @@ class Tile(NamedTuple):
 # The tiles bench/attention_bench.py times (and the sm_90 build test compiles). The engine's
 # tile and program counts come from its runs on the H200 (bench/RESULTS.md), not from Triton's
 # autotuner at run time: the engine first runs a shape in a CUDA graph's warm-up, whose padding
-# rows read one masked row, and a choice timed on that workload was the slowest on real rows.
+# rows read one masked row; a choice timed on that workload left the step no faster on real rows.
 TILES = [
     Tile(16, 2),
     Tile(32, 4),
@@ -57,7 +57,7 @@ TILES = [
     Tile(32, 4, mma=True),
     Tile(64, 8, mma=True),
 ]
-# Fastest, or within 1% of it, at 1, 16 and 128 sequences over ~2,300 rows: 121 / 726 / 4,706
+# The fastest at 16 and 128 sequences over ~2,300 rows, within 4% of it at 1: 121 / 726 / 4,706
 # µs a step's 12 layers, against 136 / 1,091 / 7,478 for the best CUDA-core tile.
 TILE = Tile(16, 1, mma=True)
 
