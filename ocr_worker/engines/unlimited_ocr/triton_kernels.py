@@ -57,8 +57,9 @@ TILES = [
     Tile(32, 4, mma=True),
     Tile(64, 8, mma=True),
 ]
-# The fastest at 16 and 128 sequences over ~2,300 rows, within 4% of it at 1: 121 / 726 / 4,706
-# µs a step's 12 layers, against 136 / 1,091 / 7,478 for the best CUDA-core tile.
+# The fastest at 16 and 128 sequences over ~2,300 rows, within 5% of it at 1: 121 / 726 / 4,706
+# µs a step's 12 layers, against 136 / 1,091 / 7,478 for the best CUDA-core tile at the 1,024
+# programs the engine ran before, and 128 / 851 / 5,792 for it at any program count.
 TILE = Tile(16, 1, mma=True)
 
 
@@ -82,7 +83,7 @@ def _attention_slices(
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
     SLICES: tl.constexpr,
-    PRECISION: tl.constexpr,  # tl.dot's for fp32 inputs ("ieee" on the CPU and in fp32 tests)
+    PRECISION: tl.constexpr,  # tl.dot's for fp32 inputs: "ieee" for an fp32 pool (CPU, tests)
     BLOCK: tl.constexpr,
     MMA: tl.constexpr,
 ):
@@ -220,7 +221,7 @@ def paged_decode_attention(
     v_pool: torch.Tensor,
     rows: torch.Tensor,
     valid: torch.Tensor,
-    tile: Tile = TILE,
+    tile: Tile | None = None,
     programs: int | None = None,
 ) -> torch.Tensor:
     """q: (B, H, D); k_pool/v_pool: (pool rows, H, D) of one layer; rows: (B, R) pool rows each
@@ -229,6 +230,7 @@ def paged_decode_attention(
     batch, heads, dim = q.shape
     width = rows.shape[1]
     chunk, slices = attention_slices(batch, heads, width, programs)
+    tile = tile or TILE
     parts = torch.empty(batch, heads, slices, dim + 2, device=q.device, dtype=torch.float32)
     out = torch.empty_like(q)
     _attention_slices[(batch, heads, slices)](

@@ -107,33 +107,32 @@ def step_kernels() -> dict[str, int]:
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
     launch = kernels.Tiles()  # num_warps 4, num_stages 3: Triton's defaults
     built: dict[str, int] = {}
-    for batch in (1, 128):  # a slice per 16 rows at one sequence, one slice a head at 128
+    for batch in (1, 128):  # a slice per 16 rows at one sequence, 4 slices a head at 128
         chunk, slices = step.attention_slices(batch, heads, 2400)
         for tile in step.TILES:
             form = "tensor cores" if tile.mma else "cuda cores"
-            built[f"attention {batch} BLOCK={tile.block} warps={tile.warps} {form}"] = (
-                shared_memory(
-                    step._attention_slices,
-                    dict(
-                        q_ptr=BF16,
-                        k_ptr=BF16,
-                        v_ptr=BF16,
-                        rows_ptr="*i64",
-                        valid_ptr="*u8",
-                        part_ptr=F32,
-                        scale="fp32",
-                    ),
-                    dict(
-                        CHUNK=chunk,
-                        HEADS=heads,
-                        DIM=dim,
-                        SLICES=slices,
-                        PRECISION="tf32",
-                        BLOCK=tile.block,
-                        MMA=tile.mma,
-                    ),
-                    kernels.Tiles(warps=tile.warps, stages=tile.stages),
-                )
+            name = f"BLOCK={tile.block} warps={tile.warps} stages={tile.stages} {form}"
+            built[f"attention {batch} {name}"] = shared_memory(
+                step._attention_slices,
+                dict(
+                    q_ptr=BF16,
+                    k_ptr=BF16,
+                    v_ptr=BF16,
+                    rows_ptr="*i64",
+                    valid_ptr="*u8",
+                    part_ptr=F32,
+                    scale="fp32",
+                ),
+                dict(
+                    CHUNK=chunk,
+                    HEADS=heads,
+                    DIM=dim,
+                    SLICES=slices,
+                    PRECISION="tf32",
+                    BLOCK=tile.block,
+                    MMA=tile.mma,
+                ),
+                kernels.Tiles(warps=tile.warps, stages=tile.stages),
             )
         built[f"attention merge {batch}"] = shared_memory(
             step._attention_merge,

@@ -42,14 +42,19 @@ def _pool(rows: int, seed: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("one_slice", [False, True])  # rows split over programs, or not
-@pytest.mark.parametrize("mma", [False, True], ids=["cuda cores", "tensor cores"])
-def test_paged_attention_equals_sdpa_over_the_gathered_rows(one_slice: bool, mma: bool) -> None:
-    tile = kernels.Tile(16 if mma else 32, 2, mma=mma)  # either form, through the same launch
+@pytest.mark.parametrize(
+    "tile",  # either form; a tile of 32 rows runs past the default's 16-row slices, masked
+    [kernels.Tile(32, 4), kernels.Tile(16, 1, mma=True), kernels.Tile(32, 4, mma=True)],
+    ids=str,
+)
+def test_paged_attention_equals_sdpa_over_the_gathered_rows(
+    one_slice: bool, tile: kernels.Tile
+) -> None:
     programs = 1 if one_slice else None
     batch = 4
     g = torch.Generator().manual_seed(batch)
     k_pool, v_pool = _pool(1000, 1), _pool(1000, 2)
-    width = 150  # three tiles of 64, the last one ragged
+    width = 150  # the last slice and tile ragged
     rows = torch.stack([torch.randperm(1000, generator=g)[:width] for _ in range(batch)])
     lengths = torch.randint(1, width + 1, (batch,), generator=g)
     lengths[0] = 1  # a sequence that sees only its first row
