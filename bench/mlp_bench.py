@@ -58,6 +58,11 @@ def graphed_us(call: Callable[[], torch.Tensor], repeats: int = 20, rounds: int 
     with torch.cuda.graph(graph):
         for _ in range(repeats):
             call()
+    return replayed_us(graph, rounds) / repeats
+
+
+def replayed_us(graph: torch.cuda.CUDAGraph, rounds: int) -> float:
+    """µs per replay of ``graph``, replayed ``rounds`` times back to back after one warm-up."""
     graph.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -66,7 +71,7 @@ def graphed_us(call: Callable[[], torch.Tensor], repeats: int = 20, rounds: int 
         graph.replay()
     end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000 / (repeats * rounds)
+    return float(start.elapsed_time(end)) * 1000 / rounds
 
 
 def weight_bytes(mlp, tokens: int, h: torch.Tensor) -> int:  # type: ignore[no-untyped-def]

@@ -26,6 +26,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench.engine_bench import Engine, build_model, sync
+from bench.mlp_bench import replayed_us
 from ocr_worker.engines.unlimited_ocr import fused_mlp
 from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
@@ -122,16 +123,7 @@ def replay_ms(engine, batch: int) -> float | None:  # type: ignore[no-untyped-de
     ]
     if not captured:
         return None
-    graph, rounds = captured[-1].graph, 50
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(rounds):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / rounds
+    return replayed_us(captured[-1].graph, rounds=50) / 1000
 
 
 def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-untyped-def]
