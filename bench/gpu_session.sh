@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
-# the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the decode-step profile, the whole service
-# (gpu_run.sh: the bare engine against the service, a worker killed), then the engine bench, the
-# longest, last: a loan that ends early has still measured the service.
+# the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the
+# decode-step profile, the whole service (gpu_run.sh: the bare engine against the service, a
+# worker killed), then the engine bench, the longest, last: a loan that ends early has still
+# measured the service.
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's

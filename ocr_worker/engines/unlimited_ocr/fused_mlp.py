@@ -75,24 +75,28 @@ class _MoeMlp:
         self.merge: str | None = None  # None: merge_for(the token count)
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
-        return kernels.combine(*self._experts(h), self.top_k)
+        return kernels.combine(*self._experts(h, self._layout(h)), self.top_k)
 
     def add_and_norm(self, x: torch.Tensor, h: torch.Tensor, norm: Any) -> tuple[Any, Any]:
         """(x + self(h), norm(x + self(h))): the sum of the experts, the residual add and the
         next RMSNorm in one kernel."""
-        if (self.merge or merge_for(h.shape[0])) == "none":
+        merge = self._layout(h)
+        if merge == "none":
             return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
-        routed, shared = self._experts(h)
+        routed, shared = self._experts(h, merge)
         return kernels.combine_add_rms_norm(
             routed, shared, self.top_k, x, norm.weight, norm.variance_epsilon
         )
 
-    def _experts(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _layout(self, h: torch.Tensor) -> str:
+        merge = self.merge or merge_for(h.shape[0])
+        assert merge in MOE_MERGES, merge
+        return merge
+
+    def _experts(self, h: torch.Tensor, merge: str) -> tuple[torch.Tensor, torch.Tensor]:
         ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
         routed = (self.gate_up, self.down, ids, weights)
         shared = (self.shared_gate_up, self.shared_down)
-        merge = self.merge or merge_for(h.shape[0])
-        assert merge in MOE_MERGES, merge
         if merge != "none":
             split = merge == "down"
             return kernels.moe_experts(h, routed, shared, self.tiles, split_gate_up=split)

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ocr_worker.engines.unlimited_ocr.triton_kernels import residual_rms_norm
+from ocr_worker.engines.unlimited_ocr.triton_kernels import dot_precision, residual_rms_norm
 
 
 @dataclass(frozen=True)
@@ -490,7 +490,7 @@ def _launch(
         TOP_K=top_k,
         PAIRS_POW2=triton.next_power_of_2(count * top_k),
         ROWS=rows,
-        PRECISION="ieee" if h.dtype == torch.float32 else "tf32",
+        PRECISION=dot_precision(h.dtype),
     )
     blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
     tiles = tiles or tiles_for(count)

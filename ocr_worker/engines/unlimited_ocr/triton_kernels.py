@@ -83,7 +83,7 @@ def _attention_slices(
     HEADS: tl.constexpr,
     DIM: tl.constexpr,
     SLICES: tl.constexpr,
-    PRECISION: tl.constexpr,  # tl.dot's for fp32 inputs: "ieee" for an fp32 pool (CPU, tests)
+    PRECISION: tl.constexpr,  # dot_precision
     BLOCK: tl.constexpr,
     MMA: tl.constexpr,
 ):
@@ -203,6 +203,12 @@ def _attention_merge(
     tl.store(out_ptr + (b * HEADS + h) * DIM + d, out.to(out_ptr.dtype.element_ty))
 
 
+def dot_precision(dtype: torch.dtype) -> str:
+    """tl.dot's input precision for our kernels: exact fp32 products for an fp32 model (the
+    CPU, the fp32 tests), tf32 otherwise (ignored for bf16 inputs)."""
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
 def attention_slices(
     batch: int, heads: int, width: int, programs: int | None = None
 ) -> tuple[int, int]:
@@ -246,7 +252,7 @@ def paged_decode_attention(
         HEADS=heads,
         DIM=dim,
         SLICES=slices,
-        PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        PRECISION=dot_precision(q.dtype),
         BLOCK=tile.block,
         MMA=tile.mma,
         num_warps=tile.warps,

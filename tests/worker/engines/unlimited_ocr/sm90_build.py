@@ -38,6 +38,9 @@ DOWN_POINTERS = dict(
     shared_w_ptr=BF16,
     shared_out_ptr=BF16,
 )
+ATTENTION_POINTERS = dict(
+    q_ptr=BF16, k_ptr=BF16, v_ptr=BF16, rows_ptr="*i64", valid_ptr="*u8", part_ptr=F32, scale="fp32"
+)
 LAYOUTS = {"routed and shared": (True, True), "routed": (True, False), "shared": (False, True)}
 
 
@@ -114,15 +117,7 @@ def step_kernels() -> dict[str, int]:
             name = f"BLOCK={tile.block} warps={tile.warps} stages={tile.stages} {form}"
             built[f"attention {batch} {name}"] = shared_memory(
                 step._attention_slices,
-                dict(
-                    q_ptr=BF16,
-                    k_ptr=BF16,
-                    v_ptr=BF16,
-                    rows_ptr="*i64",
-                    valid_ptr="*u8",
-                    part_ptr=F32,
-                    scale="fp32",
-                ),
+                ATTENTION_POINTERS,
                 dict(
                     CHUNK=chunk,
                     HEADS=heads,
