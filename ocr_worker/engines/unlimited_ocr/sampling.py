@@ -31,9 +31,47 @@ class Chosen:
         return wanted, chosen
 
 
-def choose(logits: torch.Tensor, banned: list[set[int]], forced: list[int | None]) -> Chosen:
+def choose(
+    logits: torch.Tensor,
+    banned: list[set[int]],
+    forced: list[int | None],
+    kernels: bool = False,
+) -> Chosen:
     """Greedy per row (logits: (B, V)), with row b's ``banned`` ids excluded and its
-    ``forced`` id, if any, taking the place of the choice. Nothing here waits for the GPU."""
+    ``forced`` id, if any, taking the place of the choice. Nothing here waits for the GPU.
+    ``kernels``: in choice_kernels' two launches (with the runner's own kernels: a dozen
+    launches fewer a step from the host), else in torch's ops."""
+    device = logits.device
+    if kernels:
+        both = _choose_in_kernels(logits, banned, forced)
+    else:
+        both = _choose_in_torch(logits, banned, forced)
+    chosen = both[1]
+    if device.type != "cuda":
+        return Chosen(chosen, both, None)
+    picks = torch.empty(both.shape, dtype=both.dtype, pin_memory=True)
+    picks.copy_(both, non_blocking=True)
+    ready = torch.cuda.Event()
+    ready.record()
+    return Chosen(chosen, picks, ready)
+
+
+def _choose_in_kernels(
+    logits: torch.Tensor, banned: list[set[int]], forced: list[int | None]
+) -> torch.Tensor:
+    from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device
+
+    width = max((len(ids) for ids in banned), default=0)
+    table = [
+        [NO_TOKEN if imposed is None else imposed, *sorted(ids)] + [NO_TOKEN] * (width - len(ids))
+        for ids, imposed in zip(banned, forced, strict=True)
+    ]
+    return choose_on_device(logits, on_device(table, logits.device, torch.int32))
+
+
+def _choose_in_torch(
+    logits: torch.Tensor, banned: list[set[int]], forced: list[int | None]
+) -> torch.Tensor:
     device = logits.device
     wanted = greedy(logits)
     chosen = wanted
@@ -46,14 +84,7 @@ def choose(logits: torch.Tensor, banned: list[set[int]], forced: list[int | None
     if any(f is not None for f in forced):
         imposed = on_device([NO_TOKEN if f is None else f for f in forced], device)
         chosen = torch.where(imposed != NO_TOKEN, imposed, chosen)
-    both = torch.stack([wanted, chosen])
-    if device.type != "cuda":
-        return Chosen(chosen, both, None)
-    picks = torch.empty(both.shape, dtype=both.dtype, pin_memory=True)
-    picks.copy_(both, non_blocking=True)
-    ready = torch.cuda.Event()
-    ready.record()
-    return Chosen(chosen, picks, ready)
+    return torch.stack([wanted, chosen])
 
 
 def greedy(logits: torch.Tensor) -> torch.Tensor:
@@ -69,9 +100,12 @@ def greedy(logits: torch.Tensor) -> torch.Tensor:
     return best * (vocab // chunks) + index.gather(1, best[:, None])[:, 0]
 
 
-def on_device(values: list[int], device: torch.device) -> torch.Tensor:
-    """A small list of ids on the device, through pinned memory so the copy does not block."""
-    host = torch.tensor(values, dtype=torch.long)
+def on_device(
+    values: list[int] | list[list[int]], device: torch.device, dtype: torch.dtype = torch.long
+) -> torch.Tensor:
+    """A small list (or table) of ids on the device, through pinned memory so the copy does
+    not block."""
+    host = torch.tensor(values, dtype=dtype)
     if device.type != "cuda":
         return host
     return host.pin_memory().to(device, non_blocking=True)

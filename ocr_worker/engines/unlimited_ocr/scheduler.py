@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import structlog
 import torch
 
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace, WorkspaceBlocks
@@ -20,6 +21,8 @@ from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.sampling import Chosen, choose, on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.stage_clock import clock
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass
@@ -84,6 +87,9 @@ class Scheduler:
     # Rows prefilled in one pass (unlimited_ocr.prefill_max_rows): the pass's activations grow
     # with them (transformers' MoE in fp32 over every row's experts), the launches do not.
     prefill_max_rows: int = 8192
+    # The token choice in choice_kernels while the runner's step runs in our kernels; torch's
+    # ops once a launch of them fails (as the runner falls back for its step).
+    _choice_kernels: bool = field(default=True, init=False)
 
     def submit(self, request: DecodeRequest) -> None:
         """Queue a request; one that could never run is refused here, alone."""
@@ -269,7 +275,13 @@ class Scheduler:
             banned.append(ban if alive else set())
             imposed = guard.forced_token() if alive and not request.ignore_eos else None
             forced.append(imposed)
-        return Launched(batch, live, choose(logits, banned, forced))
+        if self._choice_kernels and self.runner.fused is not None:
+            try:
+                return Launched(batch, live, choose(logits, banned, forced, kernels=True))
+            except Exception as error:  # a Triton build or launch failure: torch's ops work
+                log.warning("choice_kernels.disabled", error=str(error)[:300])
+                self._choice_kernels = False
+        return Launched(batch, live, choose(logits, banned, forced, kernels=False))
 
     def _observe(self, launched: Launched) -> None:
         """Read a step's tokens (waiting for the copy if it is still on its way) and give

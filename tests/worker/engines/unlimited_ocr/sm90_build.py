@@ -18,6 +18,7 @@ from transformers.models.unlimited_ocr.configuration_unlimited_ocr import Unlimi
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from ocr_worker.engines.unlimited_ocr import choice_kernels as choice
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
 from ocr_worker.engines.unlimited_ocr import triton_kernels as step
 
@@ -104,7 +105,8 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
 def step_kernels() -> dict[str, int]:
     """The decode step's other kernels at v1's widths (10 heads of 128, hidden 1280, 64
     experts): attention over 2,400 rows at 1 and 128 sequences in every tile the bench may
-    choose from, its merge, RoPE and the KV write, the norms, routing and the experts' sum."""
+    choose from, its merge, RoPE and the KV write, the norms, routing, the experts' sum and the
+    token choice."""
     heads, hidden = V1.num_attention_heads, V1.hidden_size
     dim, row = hidden // heads, triton.next_power_of_2(hidden)  # a row's block, as launched
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
@@ -181,6 +183,19 @@ def step_kernels() -> dict[str, int]:
             dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=row, ADD_NORM=add_norm),
             launch,
         )
+    slices = triton.cdiv(V1.vocab_size, choice.SLICE)
+    built["token choice, slices"] = shared_memory(
+        choice._slice_best,
+        dict(logits_ptr=F32, table_ptr=I32, best_ptr=F32, where_ptr=I32),
+        dict(COLUMNS=3, COLUMNS_POW2=2, SLICE=choice.SLICE),
+        launch,
+    )
+    built["token choice, rows"] = shared_memory(
+        choice._row_choice,
+        dict(best_ptr=F32, where_ptr=I32, table_ptr=I32, picks_ptr="*i64"),
+        dict(COLUMNS=3, SLICES_POW2=triton.next_power_of_2(slices)),
+        launch,
+    )
     return built
 
 

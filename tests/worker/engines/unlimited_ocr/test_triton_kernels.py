@@ -16,10 +16,13 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compiled in t
 if not torch.cuda.is_available():  # tests/conftest.py sets it too, before triton's first import
     os.environ["TRITON_INTERPRET"] = "1"
 
+from ocr_worker.engines.unlimited_ocr import choice_kernels  # noqa: E402
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.scheduler import Scheduler  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
     BLOCK,
@@ -233,7 +236,39 @@ def kernels_moe():  # type: ignore[no-untyped-def]
     return moe_kernels
 
 
-def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) -> None:  # type: ignore[no-untyped-def]
+def test_the_token_choice_in_kernels_equals_torchs_argmax_with_the_guards_bans() -> None:
+    """v1's 129,280 ids (127 slices of 1,024): ties go to the lowest id wherever the equal
+    logits fall (one slice, across a slice edge, the last id); a ban on the largest makes the
+    next largest win; a forced id replaces the choice but not the model's own."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(7, 129280, generator=g)
+    logits[1, [5, 900]] = 50.0  # a tie inside one slice
+    logits[2, [1023, 1024, 129279]] = 50.0  # across a slice edge and at the very end
+    logits[3, [7, 2000]] = torch.tensor([60.0, 59.0])
+    logits[5] = 1.0  # all equal
+    logits[6, -1] = 70.0
+    banned = [set(), {5}, {1023, 1024}, {7}, {1}, {0, 1}, set()]
+    forced = [None, None, None, None, 42, None, None]
+    wanted, chosen = choose(logits, banned, forced, kernels=True).read()
+    assert wanted == logits.argmax(-1).tolist()
+    assert wanted[1:3] == [5, 1023] and wanted[5] == 0
+    assert chosen == [wanted[0], 900, 129279, 2000, 42, 2, 129279]
+    torch_wanted, torch_chosen = choose(logits, banned, forced).read()
+    assert (torch_wanted, torch_chosen) == (wanted, chosen)
+
+
+def test_the_token_choice_in_kernels_reads_the_models_own_dtype_and_odd_vocabularies() -> None:
+    """bf16 logits as the step leaves them, a vocabulary not a multiple of a slice, no bans."""
+    logits = torch.randn(3, 1500, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
+    logits[1, [1100, 1499]] = 9.0
+    wanted, chosen = choose(logits, [set()] * 3, [None] * 3, kernels=True).read()
+    assert wanted == chosen == logits.float().argmax(-1).tolist()
+    assert wanted[1] == 1100
+
+
+def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # type: ignore[no-untyped-def]
+    model, monkeypatch
+) -> None:
     """A ragged batch through the fused step: ring wraps, sequences join and leave."""
     workspace = VisualKVWorkspace(num_blocks=256, block_size=BLOCK)
     runner = ModelRunner(
@@ -264,6 +299,13 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) 
             return real.prefill(*args)
 
     runner.fused = Counted()  # type: ignore[assignment]
+    choices = []  # and every token chosen in choice_kernels, the guard's bans applied there
+
+    def counted_choice(logits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        choices.append(table)
+        return choose_on_device(logits, table)
+
+    monkeypatch.setattr(choice_kernels, "choose_on_device", counted_choice)
     scheduler = Scheduler(runner, workspace, 16, WINDOW)
     specs = {"a": ([1], [5], 20), "b": ([2, 3], [5, 6, 7, 8], 14), "c": ([4, 5, 6], [9], 25)}
     for name, spec in specs.items():
@@ -271,6 +313,8 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(model) 
     ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
     assert calls["step"] >= 24  # every decode step went through the kernels
     assert calls["prefill"] == 1  # and the three prefills, waiting together, in one pass
+    assert len(choices) == calls["step"] + 3  # a choice after each step and each prefill
+    assert all((table[:, 1:] == 1).any(dim=1).all() for table in choices)  # EOS banned
     for name, (pages, prompt, steps) in specs.items():
         assert ours[name] == _reference(model, pages, prompt, steps), name
 

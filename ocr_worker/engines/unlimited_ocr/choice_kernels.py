@@ -1,0 +1,110 @@
+"""A step's token choice on the GPU in two Triton kernels (GPU, or Triton's interpreter in tests).
+
+sampling.choose in torch ops was a dozen launches a step from the host: two argmaxes of the
+129k-wide rows (the model's own choice, then one with the guard's bans), a clone of the logits
+to ban ids in, the forced ids laid over, the two stacked. Here the guard's decision travels as
+one small table (a row's forced id, then its banned ids), and two kernels give both choices:
+each program finds the largest logit of one slice of one row, with and without the row's bans;
+one program a row then takes the first slice holding the row's largest, so ties go to the
+lowest id, as ``argmax`` breaks them.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+SLICE = 1024  # logits one program reads: 127 programs a row at v1's 129,280 ids
+NO_ID = tl.constexpr(-1)  # the table's first column where the guard forces nothing; its padding
+
+
+@triton.jit
+def _slice_best(
+    logits_ptr,
+    table_ptr,  # (B, 1 + bans): the forced id, then the banned ids, -1 padded
+    best_ptr,  # (2, B, slices) fp32: the slice's largest logit, without and with the bans
+    where_ptr,  # (2, B, slices) int32: where it lies (the lowest id of equal ones)
+    vocab,
+    slices,
+    rows,
+    COLUMNS: tl.constexpr,
+    COLUMNS_POW2: tl.constexpr,
+    SLICE: tl.constexpr,
+):
+    row, part = tl.program_id(0), tl.program_id(1)
+    ids = part * SLICE + tl.arange(0, SLICE)
+    x = tl.load(logits_ptr + row.to(tl.int64) * vocab + ids, mask=ids < vocab, other=float("-inf"))
+    x = x.to(tl.float32)
+    column = 1 + tl.arange(0, COLUMNS_POW2)
+    bans = tl.load(table_ptr + row * COLUMNS + column, mask=column < COLUMNS, other=NO_ID)
+    banned = tl.max((ids[:, None] == bans[None, :]).to(tl.int32), axis=1) > 0
+    masked = tl.where(banned, float("-inf"), x)
+    out = row * slices + part
+    top = tl.max(x, axis=0)
+    tl.store(best_ptr + out, top)
+    tl.store(where_ptr + out, tl.min(tl.where(x == top, ids, vocab), axis=0))
+    top = tl.max(masked, axis=0)
+    tl.store(best_ptr + rows * slices + out, top)
+    tl.store(where_ptr + rows * slices + out, tl.min(tl.where(masked == top, ids, vocab), axis=0))
+
+
+@triton.jit
+def _row_choice(
+    best_ptr,
+    where_ptr,
+    table_ptr,
+    picks_ptr,  # (2, B) int64: the model's own choice, then the one fed next
+    slices,
+    rows,
+    COLUMNS: tl.constexpr,
+    SLICES_POW2: tl.constexpr,
+):
+    row = tl.program_id(0)
+    part = tl.arange(0, SLICES_POW2)
+    inside = part < slices
+    for kind in tl.static_range(2):  # 0: without the bans, 1: with them
+        at = kind * rows * slices + row * slices + part
+        best = tl.load(best_ptr + at, mask=inside, other=float("-inf"))
+        first = tl.min(tl.where(best == tl.max(best, axis=0), part, SLICES_POW2), axis=0)
+        pick = tl.load(where_ptr + kind * rows * slices + row * slices + first).to(tl.int64)
+        if kind == 1:
+            forced = tl.load(table_ptr + row * COLUMNS).to(tl.int64)
+            pick = tl.where(forced != NO_ID, forced, pick)
+        tl.store(picks_ptr + kind * rows + row, pick)
+
+
+def choose_on_device(logits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """logits (B, V); table (B, 1 + bans) int32 on the same device: each row's forced id or
+    NO_ID, then its banned ids padded with NO_ID. Returns (2, B) int64: each row's
+    argmax, then its argmax over the ids not banned, or the forced id."""
+    rows, vocab = logits.shape
+    columns = table.shape[1]
+    slices = triton.cdiv(vocab, SLICE)
+    best = torch.empty(2, rows, slices, device=logits.device, dtype=torch.float32)
+    where = torch.empty(2, rows, slices, device=logits.device, dtype=torch.int32)
+    picks = torch.empty(2, rows, device=logits.device, dtype=torch.int64)
+    logits = logits.contiguous()
+    _slice_best[(rows, slices)](
+        logits,
+        table,
+        best,
+        where,
+        vocab,
+        slices,
+        rows,
+        COLUMNS=columns,
+        COLUMNS_POW2=triton.next_power_of_2(max(columns - 1, 1)),
+        SLICE=SLICE,
+    )
+    _row_choice[(rows,)](
+        best,
+        where,
+        table,
+        picks,
+        slices,
+        rows,
+        COLUMNS=columns,
+        SLICES_POW2=triton.next_power_of_2(slices),
+    )
+    return picks
