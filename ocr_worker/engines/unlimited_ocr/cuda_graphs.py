@@ -10,6 +10,7 @@ from typing import Protocol
 import torch
 
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
+from ocr_worker.engines.unlimited_ocr.sampling import pinned
 
 
 class StepRunner(Protocol):
@@ -34,8 +35,7 @@ ROW_BUCKET = 128
 class _Captured:
     graph: torch.cuda.CUDAGraph
     tokens: torch.Tensor  # (Bb,)
-    positions: torch.Tensor
-    generated: torch.Tensor
+    numbers: torch.Tensor  # (2, Bb): each slot's position, then its generated count
     batch: BatchRows  # static row buffers, padded to (Bb, Rb)
     logits: torch.Tensor  # (Bb, V), written by replay
     source: BatchRows | None = None  # the batch whose rows the buffers hold now
@@ -48,13 +48,9 @@ class CudaGraphSteps:
         self.pool = torch.cuda.graph_pool_handle()
         self.captured: dict[tuple[int, int], _Captured] = {}
 
-    def run(
-        self,
-        batch: BatchRows,
-        tokens: torch.Tensor,
-        positions: torch.Tensor,
-        generated: torch.Tensor,
-    ) -> torch.Tensor:
+    def run(self, batch: BatchRows, tokens: torch.Tensor, numbers: list[list[int]]) -> torch.Tensor:
+        """``numbers``: each sequence's position, then its generated count, from the host
+        (one copy into the graph's buffer)."""
         count, width = batch.rows.shape
         key = (1 << (count - 1).bit_length(), -(-width // ROW_BUCKET) * ROW_BUCKET)
         entry = self.captured.get(key) or self._capture(*key, window=batch.window)
@@ -62,12 +58,13 @@ class CudaGraphSteps:
             self._load_rows(entry, batch)
         if entry.count != count:  # padding slots: token 0 at position 0, one generated
             entry.tokens[count:].zero_()
-            entry.positions[count:].zero_()
-            entry.generated[count:].fill_(1)
             entry.count = count
         entry.tokens[:count].copy_(tokens)
-        entry.positions[:count].copy_(positions)
-        entry.generated[:count].copy_(generated)
+        padding = key[0] - count
+        positions, generated = numbers
+        entry.numbers.copy_(
+            pinned([positions + [0] * padding, generated + [1] * padding]), non_blocking=True
+        )
         entry.graph.replay()
         return entry.logits[:count]
 
@@ -92,8 +89,9 @@ class CudaGraphSteps:
         )
         _pad(static, self.runner.scratch_row)
         tokens = torch.zeros(count, dtype=torch.long, device=device)
-        positions = torch.zeros(count, dtype=torch.long, device=device)
-        generated = torch.ones(count, dtype=torch.long, device=device)
+        numbers = torch.zeros(2, count, dtype=torch.long, device=device)
+        numbers[1] = 1
+        positions, generated = numbers
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream), torch.no_grad():
@@ -106,7 +104,7 @@ class CudaGraphSteps:
         capture = torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local")
         with capture, torch.no_grad():
             logits = self.runner.step(tokens, positions, generated, static)
-        entry = _Captured(graph, tokens, positions, generated, static, logits)
+        entry = _Captured(graph, tokens, numbers, static, logits)
         self.captured[(count, width)] = entry
         return entry
 

@@ -11,13 +11,23 @@ import torch
 import torch.nn.functional as F
 
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
+from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
 from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart
+from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 
 
 class FusedStep:
-    def __init__(self, layers: Any, norm: Any, lm_head: Any) -> None:
-        self.layers, self.norm, self.lm_head = layers, norm, lm_head
+    def __init__(
+        self,
+        embed: Any,
+        layers: Any,
+        norm: Any,
+        lm_head: Any,
+        rotary: tuple[torch.Tensor, torch.Tensor],  # step_inputs.rotary_table
+    ) -> None:
+        self.embed, self.layers, self.norm, self.lm_head = embed, layers, norm, lm_head
+        self.rotary = rotary
         # q, k and v in one projection: one GEMM per layer instead of three.
         self.qkv_weight = [_fused(layer, "weight") for layer in layers]
         self.qkv_bias = [_fused(layer, "bias") if _has_bias(layer) else None for layer in layers]
@@ -28,15 +38,16 @@ class FusedStep:
     @torch.no_grad()
     def __call__(
         self,
-        x: torch.Tensor,  # (B, hidden): the tokens' embeddings
-        cos: torch.Tensor,
-        sin: torch.Tensor,  # (B, D)
+        tokens: torch.Tensor,  # (B,) the ids fed
+        positions: torch.Tensor,  # (B,)
+        generated: torch.Tensor,  # (B,) tokens generated, the one fed included
+        batch: BatchRows,  # the rows each sequence reads
         k_pool: torch.Tensor,
         v_pool: torch.Tensor,  # (L, pool rows, H, D)
-        write_rows: torch.Tensor,  # (B,) the ring slot each token's k and v go to
-        rows: torch.Tensor,
-        valid: torch.Tensor,  # (B, R) the rows each sequence reads
     ) -> torch.Tensor:
+        x = self.embed(tokens).to(v_pool.dtype)
+        write_rows, valid, cos, sin = step_inputs(positions, generated, batch, self.rotary)
+        rows = batch.rows
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
         for index, layer in enumerate(self.layers):

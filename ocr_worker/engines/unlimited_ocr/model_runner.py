@@ -66,10 +66,12 @@ class ModelRunner:
         if fused_kernels:
             try:
                 from ocr_worker.engines.unlimited_ocr.fused_step import FusedStep
+                from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table
             except ImportError as error:  # no Triton in this image: the torch ops still work
                 log.warning("fused_kernels.unavailable", error=str(error))
             else:
-                self.fused = FusedStep(self.layers, self.norm, self.lm_head)
+                table = rotary_table(self.rotary, self.max_positions, device)
+                self.fused = FusedStep(self.embed, self.layers, self.norm, self.lm_head, table)
 
     # -- rows and rotary --------------------------------------------------------------------
 
@@ -230,16 +232,16 @@ class ModelRunner:
             counts = [len(s.generated) for s in sequences]
         else:
             fed, counts = tokens
-        positions = on_device([s.next_position for s in sequences], self.device)
-        generated = on_device(counts, self.device)
+        numbers = [[s.next_position for s in sequences], counts]  # positions, generated
         logits = None
         if self.graphs is not None and not batch.scored:
             try:
-                logits = self.graphs.run(batch, fed, positions, generated)
+                logits = self.graphs.run(batch, fed, numbers)
             except RuntimeError as error:  # e.g. a kernel that syncs with the host (fp32 MoE)
                 log.warning("cuda_graphs.disabled", error=str(error)[:300])
                 self.graphs = None
         if logits is None:
+            positions, generated = on_device(numbers, self.device)
             logits = self.step(fed, positions, generated, batch, sequences)
         for sequence in sequences:
             sequence.next_position += 1
@@ -256,6 +258,14 @@ class ModelRunner:
         """One decode step as pure tensor work (CUDA-graph capturable unless ``batch.scored``).
 
         tokens/positions/generated: (B,); the ring slot written is (generated - 1) % window."""
+        if self.fused is not None and not batch.scored:
+            try:
+                return self.fused(tokens, positions, generated, batch, self.k_pool, self.v_pool)
+            except Exception as error:  # a Triton build or launch failure: torch's ops still work
+                if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+                    raise
+                log.warning("fused_kernels.disabled", error=str(error)[:300])
+                self.fused = None  # the torch ops below rewrite whatever rows it wrote
         count = tokens.shape[0]
         slots = (generated - 1) % batch.window
         write_rows = batch.ring_rows[torch.arange(count, device=tokens.device), slots]
@@ -265,17 +275,6 @@ class ModelRunner:
             & (batch.ring_column < generated.clamp(max=batch.window)[:, None])
         )  # (B, R)
         cos, sin = self.rotary(positions)
-        if self.fused is not None and not batch.scored:
-            x = self.embed(tokens).to(self.dtype)
-            try:
-                return self.fused(
-                    x, cos, sin, self.k_pool, self.v_pool, write_rows, batch.rows, valid
-                )
-            except Exception as error:  # a Triton build or launch failure: torch's ops still work
-                if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
-                    raise
-                log.warning("fused_kernels.disabled", error=str(error)[:300])
-                self.fused = None  # the torch ops below rewrite whatever rows it wrote
         x = self.embed(tokens).to(self.dtype)[:, None]  # (B, 1, hidden)
         for index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x[:, 0], cos, sin)  # (B, H, D)

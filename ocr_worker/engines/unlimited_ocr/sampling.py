@@ -105,7 +105,12 @@ def on_device(
 ) -> torch.Tensor:
     """A small list (or table) of ids on the device, through pinned memory so the copy does
     not block."""
-    host = torch.tensor(values, dtype=dtype)
     if device.type != "cuda":
-        return host
-    return host.pin_memory().to(device, non_blocking=True)
+        return torch.tensor(values, dtype=dtype)
+    return pinned(values, dtype).to(device, non_blocking=True)
+
+
+def pinned(values: list[int] | list[list[int]], dtype: torch.dtype = torch.long) -> torch.Tensor:
+    """``values`` in pinned host memory, for a copy to the device that does not block (torch's
+    pinned allocator keeps the block until the copy is done)."""
+    return torch.tensor(values, dtype=dtype).pin_memory()

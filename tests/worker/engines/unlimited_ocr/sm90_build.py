@@ -20,6 +20,7 @@ from triton.compiler import ASTSource
 
 from ocr_worker.engines.unlimited_ocr import choice_kernels as choice
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
+from ocr_worker.engines.unlimited_ocr import step_inputs as inputs
 from ocr_worker.engines.unlimited_ocr import triton_kernels as step
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -105,8 +106,8 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
 def step_kernels() -> dict[str, int]:
     """The decode step's other kernels at v1's widths (10 heads of 128, hidden 1280, 64
     experts): attention over 2,400 rows at 1 and 128 sequences in every tile the bench may
-    choose from, its merge, RoPE and the KV write, the norms, routing, the experts' sum and the
-    token choice."""
+    choose from, its merge, RoPE and the KV write, the norms, routing, the experts' sum, the
+    step's inputs and the token choice."""
     heads, hidden = V1.num_attention_heads, V1.hidden_size
     dim, row = hidden // heads, triton.next_power_of_2(hidden)  # a row's block, as launched
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
@@ -183,6 +184,24 @@ def step_kernels() -> dict[str, int]:
             dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=row, ADD_NORM=add_norm),
             launch,
         )
+    built["step inputs"] = shared_memory(
+        inputs._step_inputs,
+        dict(
+            positions_ptr="*i64",
+            generated_ptr="*i64",
+            ring_rows_ptr="*i64",
+            prefix_valid_ptr="*u8",
+            ring_column_ptr="*i64",
+            cos_table_ptr=BF16,
+            sin_table_ptr=BF16,
+            write_rows_ptr="*i64",
+            valid_ptr="*u8",
+            cos_ptr=BF16,
+            sin_ptr=BF16,
+        ),
+        dict(DIM=dim, DIM_POW2=triton.next_power_of_2(dim), COLUMNS=inputs.COLUMNS),
+        launch,
+    )
     slices = triton.cdiv(V1.vocab_size, choice.SLICE)
     built["token choice, slices"] = shared_memory(
         choice._slice_best,

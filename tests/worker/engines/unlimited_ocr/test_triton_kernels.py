@@ -18,12 +18,14 @@ if not torch.cuda.is_available():  # tests/conftest.py sets it too, before trito
 
 from ocr_worker.engines.unlimited_ocr import choice_kernels  # noqa: E402
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.scheduler import Scheduler  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table, step_inputs  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
     BLOCK,
     _reference,
@@ -104,6 +106,36 @@ def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows() -> None:
     untouched = torch.ones(40, dtype=torch.bool)
     untouched[write_rows] = False
     assert not k_pool[untouched].any() and not v_pool[untouched].any()
+
+
+def test_step_inputs_give_each_sequence_its_ring_slot_rows_and_rotary() -> None:
+    """Three sequences as a step reads them: prefixes of 1,500, 40 and 0 rows (two programs a
+    row past 1,024 columns) and a ring of 8 slots that has wrapped, is filling, or is a graph's
+    padding slot (one generated, nothing but column 0 valid)."""
+    window, width = 8, 1508
+    prefix_rows = [1500, 40, 0]
+    generated = torch.tensor([19, 3, 1])
+    positions = torch.tensor([31999, 77, 0])
+    ring_rows = torch.arange(3 * window).view(3, window) + 5000
+    rows = torch.zeros(3, width, dtype=torch.long)
+    prefix_valid = torch.zeros(3, width, dtype=torch.bool)
+    ring_column = torch.full((3, width), -1)
+    for b, n in enumerate(prefix_rows[:2]):
+        prefix_valid[b, :n] = True
+        ring_column[b, n : n + window] = torch.arange(window)
+    prefix_valid[2, 0] = True  # padding, as cuda_graphs lays it out
+    batch = BatchRows(rows, prefix_valid, ring_column, ring_rows, window, scored=False)
+    table = rotary_table(_rotary(DIM), 32768, torch.device("cpu"))
+
+    write_rows, valid, cos, sin = step_inputs(positions, generated, batch, table)
+
+    # The slot of the n-th token is (n - 1) % window: 18 % 8, 2, 0.
+    assert write_rows.tolist() == [5000 + 2, 5008 + 2, 5016 + 0]
+    assert valid[0].sum() == 1500 + window and valid[0, :1508].all()  # the ring is full
+    assert valid[1, :43].all() and not valid[1, 43:].any()  # 40 prefix rows, 3 slots written
+    assert valid[2, 0] and valid[2].sum() == 1
+    expected_cos, expected_sin = _rotary(DIM)(positions)
+    assert torch.equal(cos, expected_cos) and torch.equal(sin, expected_sin)
 
 
 def test_add_rms_norm_equals_the_models_rmsnorm_after_the_residual_add() -> None:
