@@ -23,6 +23,7 @@ import torch
 
 from bench.full_checkpoint import randomize
 from ocr_api.core.page_groups import PageGroupPlanner
+from ocr_api.core.settings import UnlimitedOcrSettings
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
@@ -111,15 +112,17 @@ def baseline(model, pages: int, batch: int, new_tokens: int, full: bool, device,
     }
 
 
-def free_running_guard(pages: int) -> PageGuard:
-    """A guard that never steps in: forced output lengths, no budgets, no n-gram bans."""
+def free_running_guard(pages: int, ngram_size: int = 0) -> PageGuard:
+    """A guard that never ends a page: forced output lengths, no budgets; with
+    ``ngram_size``, the service's n-gram bans, as the service runs them (its host work each
+    step, and the bans the token choice applies)."""
     return PageGuard(
         num_pages=pages,
         eos_id=1,
         marker_ids=(),
         page_budget=10**9,
         token_text=lambda _: "",
-        ngram_size=0,
+        ngram_size=ngram_size,
     )
 
 
@@ -160,6 +163,7 @@ class Engine:
         self.loop = DecodeLoop(self.scheduler)
         self.planner = PageGroupPlanner(size=args.group_size, overlap=1)
         self.embed = model.model.language_model.embed_tokens
+        self.ngram_size = 0  # the documents' guards: no n-gram bans unless set
 
     def document(self, name: str, pages: int, new_tokens: int) -> int:
         """Decode one document group by group; returns the tokens generated."""
@@ -193,7 +197,7 @@ class Engine:
                 )
             )
             size = group.last_position - group.first_position + 1
-            guard = free_running_guard(size)
+            guard = free_running_guard(size, self.ngram_size)
             last = group.group_index == len(groups) - 1
             request = DecodeRequest(
                 f"{name}:{group.group_index}",
@@ -346,6 +350,13 @@ def main() -> None:
             key = f"{rule}_realistic_{args.realistic_pages}p_{args.concurrency}"
             results[key] = engine.run(args.concurrency, args.realistic_pages, per_group)
             print(key, results[key], flush=True)
+            # The same with the service's n-gram bans: the guard's host work, the bans applied.
+            engine.ngram_size = UnlimitedOcrSettings().ngram_size
+            results[f"{key}_ngram_bans"] = engine.run(
+                args.concurrency, args.realistic_pages, per_group
+            )
+            engine.ngram_size = 0
+            print(f"{key}_ngram_bans", results[f"{key}_ngram_bans"], flush=True)
     if args.skip_baseline:
         print_goals(results, args)
     else:
@@ -404,10 +415,11 @@ def print_goals(r: dict, args) -> None:  # type: ignore[no-untyped-def]
         cells = [r.get(f"{k}_{tp}p_{n}_throughput", {}).get("tok_s") for k in rules]
         label = f"tokens/s, {n} concurrent documents ({args.group_tokens}/group)"
         print(f"{label:<52}" + "".join(f"{v:>17.0f}" if v else f"{'n/a':>17}" for v in cells))
-    key = f"_realistic_{args.realistic_pages}p_{c}"
-    cells = [r.get(f"{k}{key}", {}).get("tok_s") for k in rules]
-    label = f"tokens/s, {c} docs, {args.realistic_page_tokens} tokens a page"
-    print(f"{label:<52}" + "".join(f"{v:>17.0f}" if v else f"{'n/a':>17}" for v in cells))
+    for suffix, bans in (("", ""), ("_ngram_bans", ", n-gram bans")):
+        key = f"_realistic_{args.realistic_pages}p_{c}{suffix}"
+        cells = [r.get(f"{k}{key}", {}).get("tok_s") for k in rules]
+        label = f"tokens/s, {c} docs, {args.realistic_page_tokens} tokens a page{bans}"
+        print(f"{label:<52}" + "".join(f"{v:>17.0f}" if v else f"{'n/a':>17}" for v in cells))
 
 
 if __name__ == "__main__":
