@@ -6,7 +6,7 @@ side by side, each replayed from a CUDA graph as the step runs it.
 
 Prints µs per call and ours/transformers ratios for the MoE layer and the dense first layer
 (for the MoE also ``ours_merge_*``: where the shared experts run, fused_mlp.MOE_MERGE; tiles that
-do not fit the card's shared memory print as None),
+do not fit the card's shared memory print as None; ``route_*``: the routing alone by launch),
 and the bytes of weights each call must read at the card's bandwidth (the floor)."""
 
 from __future__ import annotations
@@ -34,6 +34,15 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128": Tiles(gate_up_n=64, down_n=128, warps=8),
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
+}
+ROUTERS = {  # the routing logits' launch (moe_kernels.RouterLaunch), top-k after each
+    "default": moe_kernels.ROUTER,
+    "g8_row": moe_kernels.RouterLaunch(8, None),
+    "g4_row": moe_kernels.RouterLaunch(4, None),
+    "g2_row": moe_kernels.RouterLaunch(2, None),
+    "g1_row": moe_kernels.RouterLaunch(1, None),
+    "g4_b512": moe_kernels.RouterLaunch(4, 512),
+    "g16_b256": moe_kernels.RouterLaunch(16, 256),
 }
 BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
 
@@ -102,6 +111,10 @@ def v1_layers(count: int, device: torch.device):  # type: ignore[no-untyped-def]
     return model.eval().model.language_model.layers
 
 
+def _route(ours: Any, h: torch.Tensor, launch: moe_kernels.RouterLaunch) -> Any:
+    return moe_kernels.route(h, ours.router, ours.top_k, ours.scale, launch)
+
+
 def _call_module(mlp: Any, h: torch.Tensor) -> torch.Tensor:
     return mlp(h[None])  # type: ignore[no-any-return]
 
@@ -128,6 +141,13 @@ def main() -> None:
                     ours.tiles = VARIANTS[variant]
                     row[f"ours_{variant}_us"] = timed(functools.partial(ours, h))
                 ours.tiles = None
+                if hasattr(ours, "router"):  # routing alone (logits, then top-k), by launch
+                    chosen = []
+                    for label, launch in ROUTERS.items():
+                        call = functools.partial(_route, ours, h, launch)
+                        row[f"route_{label}_us"] = graphed_us(call)
+                        chosen.append(call()[0])
+                    row["routes_equal"] = float(all(torch.equal(c, chosen[0]) for c in chosen))
                 if hasattr(ours, "merge"):  # where the shared experts run, beside the default
                     default, values = ours.merge, []
                     for merge in MOE_MERGES:
@@ -141,6 +161,9 @@ def main() -> None:
             row["floor_us"] = weight_bytes(mlp, tokens, h) / BANDWIDTH * 1e6
             results[f"{name}_{tokens}"] = row
             timed_ours = [(v, k) for k, v in row.items() if k.startswith("ours_") and v]
+            routes = [(v, k) for k, v in row.items() if k.startswith("route_") and v]
+            if routes:
+                print(f"    routing: {row['route_default_us']:.1f} µs, best {min(routes)}")
             best = min(timed_ours, default=(0.0, "none fit"))
             theirs, mine = row["transformers_us"] or 0.0, row.get("ours_default_us")
             print(

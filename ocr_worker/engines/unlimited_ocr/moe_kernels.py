@@ -391,8 +391,25 @@ def _combine(
         tl.store(out_ptr + n * HIDDEN + columns, delta, mask=inside)
 
 
+@dataclass(frozen=True)
+class RouterLaunch:
+    """How the routing logits are launched: ``group`` experts a program, ``block`` columns of
+    hidden a load (None: the whole row in one load). bench/mlp_bench.py times several: one
+    token's logits are a few µs of latency, not of bytes."""
+
+    group: int = 8
+    block: int | None = 256
+
+
+ROUTER = RouterLaunch()
+
+
 def route(
-    h: torch.Tensor, router: torch.Tensor, top_k: int, scale: float
+    h: torch.Tensor,
+    router: torch.Tensor,
+    top_k: int,
+    scale: float,
+    launch: RouterLaunch | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """h: (N, hidden); router: (E, hidden). Returns the chosen experts (N, top_k) int32 and
     their softmax probabilities times ``scale`` (N, top_k) fp32."""
@@ -401,15 +418,16 @@ def route(
     ids = torch.empty(count, top_k, device=h.device, dtype=torch.int32)
     weights = torch.empty(count, top_k, device=h.device, dtype=torch.float32)
     logits = torch.empty(count, experts, device=h.device, dtype=torch.float32)
-    group = 8
-    _router_logits[(count, triton.cdiv(experts, group))](
+    launch = launch or ROUTER
+    row = triton.next_power_of_2(hidden)
+    _router_logits[(count, triton.cdiv(experts, launch.group))](
         h.contiguous(),
         router,
         logits,
         HIDDEN=hidden,
         EXPERTS=experts,
-        GROUP=group,
-        BLOCK=min(256, triton.next_power_of_2(hidden)),
+        GROUP=launch.group,
+        BLOCK=min(launch.block or row, row),
     )
     _top_k[(count,)](
         logits,

@@ -157,12 +157,13 @@ def step_kernels() -> dict[str, int]:
         built[f"rms norm ADD={add}"] = shared_memory(
             step._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=row, ADD=add), launch
         )
-    built["router logits"] = shared_memory(
-        kernels._router_logits,
-        dict(h_ptr=BF16, w_ptr=BF16, logits_ptr=F32),
-        dict(HIDDEN=hidden, EXPERTS=experts, GROUP=8, BLOCK=min(256, row)),
-        launch,
-    )
+    for group, block in ((8, 256), (4, row)):  # the default; a whole row a load (mlp_bench)
+        built[f"router logits GROUP={group} BLOCK={block}"] = shared_memory(
+            kernels._router_logits,
+            dict(h_ptr=BF16, w_ptr=BF16, logits_ptr=F32),
+            dict(HIDDEN=hidden, EXPERTS=experts, GROUP=group, BLOCK=min(block, row)),
+            launch,
+        )
     built["top-k"] = shared_memory(
         kernels._top_k,
         dict(logits_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),

@@ -207,6 +207,27 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
             assert experts_used == 12 and pairs_on_busiest > rows  # several blocks per expert
 
 
+@pytest.mark.parametrize(
+    "launch",  # the launches bench/mlp_bench.py times: a whole row a load, more experts than exist
+    [(8, 256), (4, None), (1, None), (16, 64)],
+    ids=str,
+)
+def test_every_routing_launch_chooses_the_models_experts(launch: tuple[int, int | None]) -> None:
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config(routed_scaling_factor=2.5)), seed=5)
+    h = torch.randn(9, 160, generator=torch.Generator().manual_seed(8))
+    router = kernels_moe().RouterLaunch(*launch)
+    with torch.no_grad():
+        ids, weights = kernels_moe().route(h, moe.gate.weight, 6, 2.5, router)
+        chosen, expected = moe.gate(h)[2], moe.gate(h)[1]
+    order, expected_order = ids.long().argsort(dim=1), chosen.argsort(dim=1)
+    assert torch.equal(ids.long().gather(1, order), chosen.gather(1, expected_order))
+    torch.testing.assert_close(
+        weights.gather(1, order), expected.float().gather(1, expected_order), rtol=1e-5, atol=1e-6
+    )
+
+
 @pytest.mark.parametrize("tokens", [1, 80])
 def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tokens: int) -> None:
     """The step's MoE in five launches (shared experts in the routed experts' launches; the
