@@ -35,14 +35,14 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
 }
-ROUTERS = {  # the routing logits' launch (moe_kernels.RouterLaunch), top-k after each
+ROUTERS = {  # routing (moe_kernels.RouterLaunch): in one kernel, or logits then top-k
     "default": moe_kernels.ROUTER,
-    "g8_row": moe_kernels.RouterLaunch(8, None),
-    "g4_row": moe_kernels.RouterLaunch(4, None),
-    "g2_row": moe_kernels.RouterLaunch(2, None),
-    "g1_row": moe_kernels.RouterLaunch(1, None),
-    "g4_b512": moe_kernels.RouterLaunch(4, 512),
-    "g16_b256": moe_kernels.RouterLaunch(16, 256),
+    "split_g8_b256": moe_kernels.RouterLaunch(fused=False, group=8, block=256),
+    "split_g8_row": moe_kernels.RouterLaunch(fused=False, group=8, block=None),
+    "split_g4_row": moe_kernels.RouterLaunch(fused=False, group=4, block=None),
+    "split_g2_row": moe_kernels.RouterLaunch(fused=False, group=2, block=None),
+    "split_g1_row": moe_kernels.RouterLaunch(fused=False, group=1, block=None),
+    "split_g16_b256": moe_kernels.RouterLaunch(fused=False, group=16, block=256),
 }
 BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
 

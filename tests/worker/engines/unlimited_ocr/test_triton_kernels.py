@@ -208,15 +208,19 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "launch",  # the launches bench/mlp_bench.py times: a whole row a load, more experts than exist
-    [(8, 256), (4, None), (1, None), (16, 64)],
+    "launch",  # in one kernel; in two: a whole row a load, more experts a program than exist
+    [(True, 8, 256), (False, 8, 256), (False, 4, None), (False, 1, None), (False, 16, 64)],
     ids=str,
 )
-def test_every_routing_launch_chooses_the_models_experts(launch: tuple[int, int | None]) -> None:
+@pytest.mark.parametrize("tokens", [9, 40])  # one program, or three, of the fused kernel
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # the card's h; fp32 router
+def test_every_routing_launch_chooses_the_models_experts(
+    launch: tuple[bool, int, int | None], tokens: int, dtype: torch.dtype
+) -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
     moe = _live(UnlimitedOcrTextMoe(_text_config(routed_scaling_factor=2.5)), seed=5)
-    h = torch.randn(9, 160, generator=torch.Generator().manual_seed(8))
+    h = torch.randn(tokens, 160, generator=torch.Generator().manual_seed(8)).to(dtype)
     router = kernels_moe().RouterLaunch(*launch)
     with torch.no_grad():
         ids, weights = kernels_moe().route(h, moe.gate.weight, 6, 2.5, router)
