@@ -15,9 +15,9 @@ from ocr_worker.engines.unlimited_ocr import triton_kernels
 
 # Where a MoE layer's shared experts run (the benches compare them):
 # "all": in the routed experts' gate/up launch and their down launch, and the experts' sum,
-#   the residual add and the next RMSNorm in one kernel: 5 launches a layer;
-# "down": the routed and shared gate/up in a launch each, both downs in one (6);
-# "none": 8 launches, as first built.
+#   the residual add and the next RMSNorm in one kernel: 4 launches a layer (routing in one);
+# "down": the routed and shared gate/up in a launch each, both downs in one (5);
+# "none": 7 launches, as first built.
 # None (the default) picks by the token count, as measured on the H200 (bench/mlp_bench.py, a
 # layer replayed from a graph): "all" at 1 and 16 tokens (37.7 and 111.7 µs against "down"'s
 # 41.4 and 114.5), "down" at 128 (179.0 against 210.5: there the one gate/up launch of both

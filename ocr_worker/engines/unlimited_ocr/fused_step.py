@@ -31,7 +31,7 @@ class FusedStep:
         # q, k and v in one projection: one GEMM per layer instead of three.
         self.qkv_weight = [_fused(layer, "weight") for layer in layers]
         self.qkv_bias = [_fused(layer, "bias") if _has_bias(layer) else None for layer in layers]
-        # The MoE layers (routing, experts, shared experts, the next norm) in five or six
+        # The MoE layers (routing, experts, shared experts, the next norm) in four or five
         # launches instead of ~25 (fused_mlp.merge_for).
         self.mlps = [fused_mlp(layer.mlp) for layer in layers]
 

@@ -1,5 +1,5 @@
-"""The decoder's MoE layers for the decode step in five Triton kernels (GPU, or Triton's
-interpreter in tests): routing logits, softmax and top-k, the gate/up projections with SiLU,
+"""The decoder's MoE layers for the decode step in four Triton kernels (GPU, or Triton's
+interpreter in tests): routing (logits, softmax and top-k), the gate/up projections with SiLU,
 the down projections, and the weighted sum with the shared experts, which also adds the layer's
 output to the residual stream and applies the next RMSNorm. The routed experts and the shared
 ones can share the two projection launches (fused_mlp.MOE_MERGE): one token's six experts and
