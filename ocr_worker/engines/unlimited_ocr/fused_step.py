@@ -59,7 +59,9 @@ class FusedStep:
                 x, layer.self_attn.o_proj(attn.flatten(1)), post.weight, post.variance_epsilon
             )
             x, h = mlp_add_and_norm(self.mlps[index], x, h, self._norm_after(index))
-        return self.lm_head(h).float()  # h is the final norm's output
+        # h is the final norm's output. The logits stay in the model's dtype: the token choice
+        # reads them as they are (an fp32 copy is a write and a read of B x 129k floats).
+        return self.lm_head(h)  # type: ignore[no-any-return]
 
     @torch.no_grad()
     def prefill(

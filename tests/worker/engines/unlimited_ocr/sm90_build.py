@@ -221,7 +221,7 @@ def step_kernels() -> dict[str, int]:
     slices = triton.cdiv(V1.vocab_size, choice.SLICE)
     built["token choice, slices"] = shared_memory(
         choice._slice_best,
-        dict(logits_ptr=F32, table_ptr=I32, best_ptr=F32, where_ptr=I32),
+        dict(logits_ptr=BF16, table_ptr=I32, best_ptr=F32, where_ptr=I32),  # the step's bf16
         dict(COLUMNS=3, COLUMNS_POW2=2, SLICE=choice.SLICE),
         launch,
     )
