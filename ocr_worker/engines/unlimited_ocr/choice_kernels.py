@@ -16,37 +16,49 @@ import triton
 import triton.language as tl
 
 SLICE = 1024  # logits one program reads: 127 programs a row at v1's 129,280 ids
+PAST_ANY_ID = tl.constexpr(2**30)  # larger than any id: what tl.min ignores
 NO_ID = tl.constexpr(-1)  # the table's first column where the guard forces nothing; its padding
+
+
+@triton.jit
+def _first_largest(values, ids, NONE: tl.constexpr):
+    """(largest, its id) by argmax's rule: the lowest id among equal values, and a NaN, the
+    largest of all (a NaN row yields a NaN's id, never an id outside the vocabulary)."""
+    nan = values != values
+    any_nan = tl.max(nan.to(tl.int32), axis=0) > 0
+    top = tl.max(tl.where(nan, float("-inf"), values), axis=0)
+    hit = tl.where(any_nan, nan, values == top)
+    return tl.where(any_nan, float("nan"), top), tl.min(tl.where(hit, ids, NONE), axis=0)
 
 
 @triton.jit
 def _slice_best(
     logits_ptr,
-    table_ptr,  # (B, 1 + bans): the forced id, then the banned ids, -1 padded
+    table_ptr,  # (B, columns): the forced id, then the banned ids, -1 padded
     best_ptr,  # (2, B, slices) fp32: the slice's largest logit, without and with the bans
     where_ptr,  # (2, B, slices) int32: where it lies (the lowest id of equal ones)
     vocab,
     slices,
     rows,
-    COLUMNS: tl.constexpr,
-    COLUMNS_POW2: tl.constexpr,
+    columns,
+    BANS_POW2: tl.constexpr,
     SLICE: tl.constexpr,
 ):
     row, part = tl.program_id(0), tl.program_id(1)
     ids = part * SLICE + tl.arange(0, SLICE)
     x = tl.load(logits_ptr + row.to(tl.int64) * vocab + ids, mask=ids < vocab, other=float("-inf"))
     x = x.to(tl.float32)
-    column = 1 + tl.arange(0, COLUMNS_POW2)
-    bans = tl.load(table_ptr + row * COLUMNS + column, mask=column < COLUMNS, other=NO_ID)
+    column = 1 + tl.arange(0, BANS_POW2)
+    bans = tl.load(table_ptr + row * columns + column, mask=column < columns, other=NO_ID)
     banned = tl.max((ids[:, None] == bans[None, :]).to(tl.int32), axis=1) > 0
     masked = tl.where(banned, float("-inf"), x)
     out = row * slices + part
-    top = tl.max(x, axis=0)
+    top, where = _first_largest(x, ids, PAST_ANY_ID)
     tl.store(best_ptr + out, top)
-    tl.store(where_ptr + out, tl.min(tl.where(x == top, ids, vocab), axis=0))
-    top = tl.max(masked, axis=0)
+    tl.store(where_ptr + out, where)
+    top, where = _first_largest(masked, ids, PAST_ANY_ID)
     tl.store(best_ptr + rows * slices + out, top)
-    tl.store(where_ptr + rows * slices + out, tl.min(tl.where(masked == top, ids, vocab), axis=0))
+    tl.store(where_ptr + rows * slices + out, where)
 
 
 @triton.jit
@@ -55,9 +67,10 @@ def _row_choice(
     where_ptr,
     table_ptr,
     picks_ptr,  # (2, B) int64: the model's own choice, then the one fed next
+    vocab,
     slices,
     rows,
-    COLUMNS: tl.constexpr,
+    columns,
     SLICES_POW2: tl.constexpr,
 ):
     row = tl.program_id(0)
@@ -66,10 +79,11 @@ def _row_choice(
     for kind in tl.static_range(2):  # 0: without the bans, 1: with them
         at = kind * rows * slices + row * slices + part
         best = tl.load(best_ptr + at, mask=inside, other=float("-inf"))
-        first = tl.min(tl.where(best == tl.max(best, axis=0), part, SLICES_POW2), axis=0)
+        first = _first_largest(best, part, SLICES_POW2)[1]
         pick = tl.load(where_ptr + kind * rows * slices + row * slices + first).to(tl.int64)
+        pick = tl.minimum(pick, vocab - 1)  # cannot happen (a slice's ids are real): a guard
         if kind == 1:
-            forced = tl.load(table_ptr + row * COLUMNS).to(tl.int64)
+            forced = tl.load(table_ptr + row * columns).to(tl.int64)
             pick = tl.where(forced != NO_ID, forced, pick)
         tl.store(picks_ptr + kind * rows + row, pick)
 
@@ -93,8 +107,10 @@ def choose_on_device(logits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         vocab,
         slices,
         rows,
-        COLUMNS=columns,
-        COLUMNS_POW2=triton.next_power_of_2(max(columns - 1, 1)),
+        columns,
+        # a runtime width, rounded up: a new ban count compiles nothing mid-decode (8 cover
+        # the usual EOS and n-gram bans)
+        BANS_POW2=max(8, triton.next_power_of_2(columns - 1)),
         SLICE=SLICE,
     )
     _row_choice[(rows,)](
@@ -102,9 +118,10 @@ def choose_on_device(logits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         where,
         table,
         picks,
+        vocab,
         slices,
         rows,
-        COLUMNS=columns,
+        columns,
         SLICES_POW2=triton.next_power_of_2(slices),
     )
     return picks

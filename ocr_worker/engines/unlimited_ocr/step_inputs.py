@@ -46,6 +46,7 @@ def _step_inputs(
     sin_ptr,  # out (B, DIM)
     width,
     window,
+    table_rows,
     DIM: tl.constexpr,
     DIM_POW2: tl.constexpr,
     COLUMNS: tl.constexpr,
@@ -66,7 +67,9 @@ def _step_inputs(
         tl.store(write_rows_ptr + b, tl.load(ring_rows_ptr + b * window + slot))
         d = tl.arange(0, DIM_POW2)
         real = d < DIM
-        source = tl.load(positions_ptr + b) * DIM + d
+        # Scheduler.submit keeps every position inside the table; clamped all the same, so a
+        # broken promise reads a wrong angle, never memory past the table.
+        source = tl.minimum(tl.load(positions_ptr + b), table_rows - 1) * DIM + d
         tl.store(cos_ptr + b * DIM + d, tl.load(cos_table_ptr + source, mask=real), mask=real)
         tl.store(sin_ptr + b * DIM + d, tl.load(sin_table_ptr + source, mask=real), mask=real)
 
@@ -101,6 +104,7 @@ def step_inputs(
         sin,
         width,
         batch.window,
+        cos_table.shape[0],
         DIM=dim,
         DIM_POW2=triton.next_power_of_2(dim),
         COLUMNS=COLUMNS,

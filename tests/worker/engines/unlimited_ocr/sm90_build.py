@@ -222,13 +222,13 @@ def step_kernels() -> dict[str, int]:
     built["token choice, slices"] = shared_memory(
         choice._slice_best,
         dict(logits_ptr=BF16, table_ptr=I32, best_ptr=F32, where_ptr=I32),  # the step's bf16
-        dict(COLUMNS=3, COLUMNS_POW2=2, SLICE=choice.SLICE),
+        dict(BANS_POW2=8, SLICE=choice.SLICE),
         launch,
     )
     built["token choice, rows"] = shared_memory(
         choice._row_choice,
         dict(best_ptr=F32, where_ptr=I32, table_ptr=I32, picks_ptr="*i64"),
-        dict(COLUMNS=3, SLICES_POW2=triton.next_power_of_2(slices)),
+        dict(SLICES_POW2=triton.next_power_of_2(slices)),
         launch,
     )
     return built

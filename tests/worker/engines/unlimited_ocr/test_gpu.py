@@ -201,6 +201,22 @@ def test_the_token_choice_in_kernels_on_the_card_equals_torchs() -> None:
     assert ours[0][1:3] == [1023, 0] and ours[1][1] == 1024
 
 
+def test_the_token_choice_compiles_once_for_any_usual_ban_count() -> None:
+    """The ban table's width is a launch argument: one to seven bans a row share one build,
+    so a row's new ban count stalls no decode step on a compile."""
+    from ocr_worker.engines.unlimited_ocr.choice_kernels import _slice_best
+    from ocr_worker.engines.unlimited_ocr.sampling import choose
+
+    logits = torch.randn(2, 3000, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(6))
+    builds = []
+    for bans in range(1, 8):
+        banned = [set(range(bans)), set(range(10, 10 + bans))]
+        ours = choose(logits, banned, [None] * 2, kernels=True).read()
+        assert ours == choose(logits, banned, [None] * 2).read()
+        builds.append(len(_slice_best.device_caches[torch.cuda.current_device()][0]))
+    assert len(set(builds)) == 1, builds
+
+
 @pytest.mark.parametrize("chosen", kernels.TILES, ids=str)
 @pytest.mark.parametrize("batch", [1, 128])
 def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(

@@ -314,6 +314,20 @@ def test_the_token_choice_in_kernels_equals_torchs_argmax_with_the_guards_bans()
     assert (torch_wanted, torch_chosen) == (wanted, chosen)
 
 
+def test_the_token_choice_in_kernels_takes_a_nan_as_argmax_does() -> None:
+    """A model whose logits overflowed: an all-NaN row gives id 0 and a row with NaNs the
+    first NaN, as torch's argmax, never an id past the vocabulary (the next step's embedding
+    lookup would fail on the card and take the worker down)."""
+    logits = torch.randn(3, 129280, generator=torch.Generator().manual_seed(5))
+    logits[0] = float("nan")
+    logits[1, [70000, 129279]] = float("nan")
+    logits[2, 5] = 80.0
+    banned = [{0}, {70000}, set()]
+    wanted, chosen = choose(logits, banned, [None] * 3, kernels=True).read()
+    assert wanted == logits.argmax(-1).tolist() == [0, 70000, 5]
+    assert chosen == choose(logits, banned, [None] * 3).read()[1] == [1, 129279, 5]
+
+
 def test_the_token_choice_in_kernels_reads_the_models_own_dtype_and_odd_vocabularies() -> None:
     """bf16 logits as the step leaves them, a vocabulary not a multiple of a slice, no bans."""
     logits = torch.randn(3, 1500, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
