@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from triton.runtime.errors import OutOfResources
 
-from ocr_worker.engines.unlimited_ocr import moe_kernels
+from ocr_worker.engines.unlimited_ocr import moe_kernels, routing_kernels
 from ocr_worker.engines.unlimited_ocr.fused_mlp import MOE_MERGES, fused_mlp
 
 Tiles = moe_kernels.Tiles
@@ -35,14 +35,14 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
 }
-ROUTERS = {  # routing (moe_kernels.RouterLaunch): in one kernel, or logits then top-k
-    "default": moe_kernels.ROUTER,
-    "split_g8_b256": moe_kernels.RouterLaunch(fused=False, group=8, block=256),
-    "split_g8_row": moe_kernels.RouterLaunch(fused=False, group=8, block=None),
-    "split_g4_row": moe_kernels.RouterLaunch(fused=False, group=4, block=None),
-    "split_g2_row": moe_kernels.RouterLaunch(fused=False, group=2, block=None),
-    "split_g1_row": moe_kernels.RouterLaunch(fused=False, group=1, block=None),
-    "split_g16_b256": moe_kernels.RouterLaunch(fused=False, group=16, block=256),
+ROUTERS = {  # routing (routing_kernels.RouterLaunch): in one kernel, or logits then top-k
+    "default": routing_kernels.ROUTER,
+    "split_g8_b256": routing_kernels.RouterLaunch(fused=False, group=8, block=256),
+    "split_g8_row": routing_kernels.RouterLaunch(fused=False, group=8, block=None),
+    "split_g4_row": routing_kernels.RouterLaunch(fused=False, group=4, block=None),
+    "split_g2_row": routing_kernels.RouterLaunch(fused=False, group=2, block=None),
+    "split_g1_row": routing_kernels.RouterLaunch(fused=False, group=1, block=None),
+    "split_g16_b256": routing_kernels.RouterLaunch(fused=False, group=16, block=256),
 }
 BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
 
@@ -111,8 +111,8 @@ def v1_layers(count: int, device: torch.device):  # type: ignore[no-untyped-def]
     return model.eval().model.language_model.layers
 
 
-def _route(ours: Any, h: torch.Tensor, launch: moe_kernels.RouterLaunch) -> Any:
-    return moe_kernels.route(h, ours.router, ours.top_k, ours.scale, launch)
+def _route(ours: Any, h: torch.Tensor, launch: routing_kernels.RouterLaunch) -> Any:
+    return routing_kernels.route(h, ours.router, ours.top_k, ours.scale, launch)
 
 
 def _call_module(mlp: Any, h: torch.Tensor) -> torch.Tensor:

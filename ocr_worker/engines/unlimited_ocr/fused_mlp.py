@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
-from ocr_worker.engines.unlimited_ocr import triton_kernels
+from ocr_worker.engines.unlimited_ocr import routing_kernels, triton_kernels
 
 # Where a MoE layer's shared experts run (the benches compare them):
 # "all": in the routed experts' gate/up launch and their down launch, and the experts' sum,
@@ -94,7 +94,7 @@ class _MoeMlp:
         return merge
 
     def _experts(self, h: torch.Tensor, merge: str) -> tuple[torch.Tensor, torch.Tensor]:
-        ids, weights = kernels.route(h, self.router, self.top_k, self.scale)
+        ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)
         routed = (self.gate_up, self.down, ids, weights)
         shared = (self.shared_gate_up, self.shared_down)
         if merge != "none":

@@ -20,6 +20,7 @@ from triton.compiler import ASTSource
 
 from ocr_worker.engines.unlimited_ocr import choice_kernels as choice
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
+from ocr_worker.engines.unlimited_ocr import routing_kernels as routing
 from ocr_worker.engines.unlimited_ocr import step_inputs as inputs
 from ocr_worker.engines.unlimited_ocr import triton_kernels as step
 
@@ -159,7 +160,7 @@ def step_kernels() -> dict[str, int]:
         )
     # The router's weights stay fp32 (transformers keeps gate.weight in fp32).
     built["routing in one kernel"] = shared_memory(
-        kernels._route_rows,
+        routing._route_rows,
         dict(h_ptr=BF16, w_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),
         dict(
             HIDDEN=hidden,
@@ -174,13 +175,13 @@ def step_kernels() -> dict[str, int]:
     )
     for group, block in ((8, 256), (4, row)):  # split: logits (as mlp_bench times), then top-k
         built[f"router logits GROUP={group} BLOCK={block}"] = shared_memory(
-            kernels._router_logits,
+            routing._router_logits,
             dict(h_ptr=BF16, w_ptr=F32, logits_ptr=F32),
             dict(HIDDEN=hidden, EXPERTS=experts, GROUP=group, BLOCK=min(block, row)),
             launch,
         )
     built["top-k"] = shared_memory(
-        kernels._top_k,
+        routing._top_k,
         dict(logits_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),
         dict(EXPERTS=experts, EXPERTS_POW2=triton.next_power_of_2(experts), TOP_K=top_k),
         launch,

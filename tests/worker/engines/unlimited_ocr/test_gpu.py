@@ -135,7 +135,7 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
     """At the real widths, in bf16: the dense first layer and an MoE layer (64 experts, top-6,
     shared experts) through our kernels, against transformers' modules; a wrong expert, row or
     weight would be off by ~100%, bf16 rounding by well under 1%."""
-    from ocr_worker.engines.unlimited_ocr import moe_kernels
+    from ocr_worker.engines.unlimited_ocr import routing_kernels
     from ocr_worker.engines.unlimited_ocr.fused_mlp import (
         MOE_MERGES,
         _DenseMlp,
@@ -166,7 +166,7 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
                     fused = mlp_add_and_norm(ours, x, h, norm)
                     assert all(map(torch.equal, fused, unfused)), merge
     router = layers[1].mlp.gate
-    ids, _ = moe_kernels.route(h, router.weight, router.top_k, 1.0)
+    ids, _ = routing_kernels.route(h, router.weight, router.top_k, 1.0)
     with torch.no_grad():
         chosen = router(h)[2]
     same = (ids.sort(dim=1).values.long() == chosen.sort(dim=1).values).all(dim=1)

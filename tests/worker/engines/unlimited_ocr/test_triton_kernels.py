@@ -17,6 +17,7 @@ if not torch.cuda.is_available():  # tests/conftest.py sets it too, before trito
     os.environ["TRITON_INTERPRET"] = "1"
 
 from ocr_worker.engines.unlimited_ocr import choice_kernels  # noqa: E402
+from ocr_worker.engines.unlimited_ocr import routing_kernels as routing  # noqa: E402
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
@@ -196,7 +197,7 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
         expected = moe(h[None])[0]
         got = ours(h)
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
-        ids, _ = kernels_moe().route(h, moe.gate.weight, 6, 1.0)
+        ids, _ = routing.route(h, moe.gate.weight, 6, 1.0)
         chosen = moe.gate(h)[2]
         assert torch.equal(ids.sort(dim=1).values.long(), chosen.sort(dim=1).values)
         if tokens > 1:  # a token's output does not depend on which tokens share its step
@@ -221,9 +222,9 @@ def test_every_routing_launch_chooses_the_models_experts(
 
     moe = _live(UnlimitedOcrTextMoe(_text_config(routed_scaling_factor=2.5)), seed=5)
     h = torch.randn(tokens, 160, generator=torch.Generator().manual_seed(8)).to(dtype)
-    router = kernels_moe().RouterLaunch(*launch)
+    router = routing.RouterLaunch(*launch)
     with torch.no_grad():
-        ids, weights = kernels_moe().route(h, moe.gate.weight, 6, 2.5, router)
+        ids, weights = routing.route(h, moe.gate.weight, 6, 2.5, router)
         chosen, expected = moe.gate(h)[2], moe.gate(h)[1]
     order, expected_order = ids.long().argsort(dim=1), chosen.argsort(dim=1)
     assert torch.equal(ids.long().gather(1, order), chosen.gather(1, expected_order))

@@ -1,0 +1,192 @@
+"""A MoE layer's routing for the decode step in Triton (GPU, or Triton's interpreter in tests):
+each token's fp32 router logits, their softmax, and the top-k experts with their weights, as
+transformers' fp32 router GEMM, softmax and top-k give them (the lowest index on a tie). The
+expert kernels (moe_kernels.py) read the top-k table on the GPU: no host sync, no sort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _router_logits(
+    h_ptr,
+    w_ptr,
+    logits_ptr,
+    HIDDEN: tl.constexpr,
+    EXPERTS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """GROUP experts' fp32 logits for one token: many small programs, as one token's router
+    weights (E·hidden fp32) read by a single program took 23 µs."""
+    n, g = tl.program_id(0), tl.program_id(1)
+    e = g * GROUP + tl.arange(0, GROUP)
+    real = e < EXPERTS
+    logits = tl.zeros((GROUP,), tl.float32)
+    for start in range(0, HIDDEN, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        inside = k < HIDDEN
+        x = tl.load(h_ptr + n * HIDDEN + k, mask=inside, other=0.0).to(tl.float32)
+        w = tl.load(
+            w_ptr + e[:, None] * HIDDEN + k[None, :],
+            mask=real[:, None] & inside[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        logits += tl.sum(w * x[None, :], axis=1)
+    tl.store(logits_ptr + n * EXPERTS + e, logits, mask=real)
+
+
+@triton.jit
+def _top_k(
+    logits_ptr,
+    ids_ptr,
+    weights_ptr,
+    scale,
+    EXPERTS: tl.constexpr,
+    EXPERTS_POW2: tl.constexpr,
+    TOP_K: tl.constexpr,
+):
+    """One token: softmax over the logits, the TOP_K largest (lowest index on a tie)."""
+    n = tl.program_id(0)
+    e = tl.arange(0, EXPERTS_POW2)
+    real = e < EXPERTS
+    logits = tl.load(logits_ptr + n * EXPERTS + e, mask=real, other=float("-inf"))
+    p = tl.exp(logits - tl.max(logits, axis=0))
+    p = tl.where(real, p / tl.sum(p, axis=0), -1.0)
+    for choice in tl.static_range(TOP_K):
+        best = tl.max(p, axis=0)
+        index = tl.min(tl.where(p == best, e, EXPERTS_POW2), axis=0)
+        tl.store(ids_ptr + n * TOP_K + choice, index)
+        tl.store(weights_ptr + n * TOP_K + choice, best * scale)
+        p = tl.where(e == index, -1.0, p)
+
+
+@triton.jit
+def _route_rows(
+    h_ptr,
+    w_ptr,
+    ids_ptr,
+    weights_ptr,
+    scale,
+    tokens,
+    HIDDEN: tl.constexpr,
+    EXPERTS: tl.constexpr,
+    EXPERTS_POW2: tl.constexpr,  # at least 16, tl.dot's least N
+    TOP_K: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """_router_logits and _top_k in one program per ROWS tokens: every expert's fp32 logit of
+    a token in one tl.dot tile (the router's weights' loads pipelined by Triton, as they feed
+    tl.dot; PRECISION tf32x3: three tensor-core products that keep fp32's precision, as the
+    model's fp32 router GEMM does), then the softmax and the TOP_K largest as _top_k takes
+    them."""
+    n = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    real_n = n < tokens
+    e = tl.arange(0, EXPERTS_POW2)
+    real_e = e < EXPERTS
+    logits = tl.zeros((ROWS, EXPERTS_POW2), tl.float32)
+    for start in range(0, HIDDEN, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        inside = k < HIDDEN
+        x = tl.load(
+            h_ptr + n[:, None] * HIDDEN + k[None, :],
+            mask=real_n[:, None] & inside[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        w = tl.load(
+            w_ptr + e[None, :] * HIDDEN + k[:, None],
+            mask=real_e[None, :] & inside[:, None],
+            other=0.0,
+        ).to(tl.float32)
+        logits += tl.dot(x, w, input_precision=PRECISION)
+    logits = tl.where(real_e[None, :], logits, float("-inf"))
+    p = tl.exp(logits - tl.max(logits, axis=1)[:, None])
+    p = tl.where(real_e[None, :], p / tl.sum(p, axis=1)[:, None], -1.0)
+    for choice in tl.static_range(TOP_K):
+        best = tl.max(p, axis=1)
+        index = tl.min(tl.where(p == best[:, None], e[None, :], EXPERTS_POW2), axis=1)
+        tl.store(ids_ptr + n * TOP_K + choice, index, mask=real_n)
+        tl.store(weights_ptr + n * TOP_K + choice, best * scale, mask=real_n)
+        p = tl.where(e[None, :] == index[:, None], -1.0, p)
+
+
+@dataclass(frozen=True)
+class RouterLaunch:
+    """How routing is launched. ``fused``: logits, softmax and top-k in one program per 16
+    tokens (_route_rows), else _router_logits with
+    ``group`` experts a program and ``block`` columns of hidden a load (None: the whole row),
+    then _top_k. bench/mlp_bench.py times them: one token's routing is µs of latency and a
+    launch between its two kernels, not bytes."""
+
+    fused: bool = True
+    group: int = 8
+    block: int | None = 256
+
+
+ROUTER = RouterLaunch()
+
+
+def route(
+    h: torch.Tensor,
+    router: torch.Tensor,
+    top_k: int,
+    scale: float,
+    launch: RouterLaunch | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """h: (N, hidden); router: (E, hidden). Returns the chosen experts (N, top_k) int32 and
+    their softmax probabilities times ``scale`` (N, top_k) fp32."""
+    count, hidden = h.shape
+    experts = router.shape[0]
+    ids = torch.empty(count, top_k, device=h.device, dtype=torch.int32)
+    weights = torch.empty(count, top_k, device=h.device, dtype=torch.float32)
+    launch = launch or ROUTER
+    h = h.contiguous()
+    if launch.fused:
+        rows = 16  # tl.dot's least M
+        _route_rows[(triton.cdiv(count, rows),)](
+            h,
+            router,
+            ids,
+            weights,
+            scale,
+            count,
+            HIDDEN=hidden,
+            EXPERTS=experts,
+            EXPERTS_POW2=max(16, triton.next_power_of_2(experts)),
+            TOP_K=top_k,
+            ROWS=rows,
+            BLOCK=64,
+            # tf32 alone would round the fp32 router's weights to 10 bits; the interpreter
+            # (fp32 tests) takes "ieee"
+            PRECISION="ieee" if h.dtype == torch.float32 else "tf32x3",
+        )
+        return ids, weights
+    logits = torch.empty(count, experts, device=h.device, dtype=torch.float32)
+    row = triton.next_power_of_2(hidden)
+    _router_logits[(count, triton.cdiv(experts, launch.group))](
+        h,
+        router,
+        logits,
+        HIDDEN=hidden,
+        EXPERTS=experts,
+        GROUP=launch.group,
+        BLOCK=min(launch.block or row, row),
+    )
+    _top_k[(count,)](
+        logits,
+        ids,
+        weights,
+        scale,
+        EXPERTS=experts,
+        EXPERTS_POW2=triton.next_power_of_2(experts),
+        TOP_K=top_k,
+    )
+    return ids, weights
