@@ -150,18 +150,26 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
         engine.scheduler.step()  # admission: the prefill, then one decode step
         engine.scheduler.abort_all()
 
-    admit(0)  # warm-up
-    sync(device)
-    started = time.perf_counter()
-    for seed in range(1, 4):
-        admit(seed * 100)
-    sync(device)
-    result: dict = {"tokens": 273 * args.pages + 1, "ms": (time.perf_counter() - started) * 333}
-    if device.type == "cuda":
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            admit(999)
-            sync(device)
-        result["kernels"] = kernel_table(prof, 1)
+    result: dict = {"tokens": 273 * args.pages + 1}
+    fused = engine.runner.fused
+    # The MoE as transformers runs it, then in our kernels (FusedStep.prefill_moe_kernels).
+    for moe in ("transformers", "ours") if fused is not None else ("transformers",):
+        if fused is not None:
+            fused.prefill_moe_kernels = moe == "ours"
+        suffix = "" if moe == "transformers" else "_moe_ours"
+        admit(0)  # warm-up
+        sync(device)
+        started = time.perf_counter()
+        for seed in range(1, 4):
+            admit(seed * 100)
+        sync(device)
+        result[f"ms{suffix}"] = (time.perf_counter() - started) * 333
+        print(f"prefill, MoE {moe}: {result[f'ms{suffix}']:.1f} ms a group", flush=True)
+        if device.type == "cuda":
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                admit(999)
+                sync(device)
+            result[f"kernels{suffix}"] = kernel_table(prof, 1)
     return result
 
 
@@ -239,8 +247,11 @@ def main() -> None:
             print(f"    {cell['us']:>9.0f} us {cell['count']:>5.0f}x  {name}")
     results["prefill"] = pre = prefill_profile(model, args, device, dtype)
     print(f"\nprefill of one {args.pages}-page group ({pre['tokens']} tokens): {pre['ms']:.1f} ms")
-    for name, cell in pre.get("kernels", {}).get("families", {}).items():
-        print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
+    for suffix in ("", "_moe_ours"):
+        if f"kernels{suffix}" in pre:
+            print(f"  MoE {'in our kernels' if suffix else 'in transformers'}:")
+        for name, cell in pre.get(f"kernels{suffix}", {}).get("families", {}).items():
+            print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
     if not args.skip_vision:
         results["vision"] = vision = vision_profile(model, args, device)
         print(f"\nvision: preprocess {vision['preprocess_ms_per_page']:.1f} ms per page")

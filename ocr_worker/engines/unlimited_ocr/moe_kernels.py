@@ -52,8 +52,29 @@ def tiles_for(tokens: int) -> Tiles:
 def rows_per_program(tokens: int) -> int:
     """Pairs one program takes: tl.dot's smallest tile (16) while that holds an expert's usual
     share (top-6 of 64: ~1.5 pairs per 16 tokens), else 32, so that at 128 tokens (~12 pairs
-    per expert, rarely over 20) each expert's weights are still read once."""
-    return 16 if tokens <= 32 else 32
+    per expert, rarely over 20) each expert's weights are still read once; 64 for a prefill's
+    thousands (~200 pairs an expert), where the tile's arithmetic, not the weights' bytes,
+    sets the pace."""
+    return 16 if tokens <= 32 else 32 if tokens <= SORT_PAIRS_ABOVE else 64
+
+
+# Above this many tokens the expert kernels read pair_plan's table instead of scanning the
+# top-k table in every program (a scan of 13k pairs per program at a prefill's 2,185 tokens).
+SORT_PAIRS_ABOVE = 256
+
+
+def pair_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
+    """The top-k table (N, top_k) as the expert kernels read it SORTED: where each expert's
+    pairs start (experts + 1 entries, the last the pair count), then the pair indices (rows
+    of the flattened table) grouped by expert, in pair order within each. int32, on the
+    device, with no host sync (a count by scatter_add, not bincount, which reads its size)."""
+    flat = ids.flatten().long()
+    counts = torch.zeros(experts, dtype=torch.long, device=ids.device)
+    counts.scatter_add_(0, flat, torch.ones_like(flat))
+    starts = torch.zeros(experts + 1, dtype=torch.int32, device=ids.device)
+    starts[1:] = counts.cumsum(0)
+    order = torch.argsort(flat, stable=True).to(torch.int32)
+    return torch.cat([starts, order])
 
 
 @triton.jit
@@ -66,12 +87,24 @@ def _my_rows(
     PAIRS_POW2: tl.constexpr,
     ROUTED: tl.constexpr,
     ROWS: tl.constexpr,
+    SORTED: tl.constexpr,
+    EXPERTS: tl.constexpr,
 ):
     """This program's ROWS pairs: the block-th ROWS of those routed to ``expert`` (their index
     in the top-k table, and their token), or, unrouted (shared experts, dense MLP), tokens
-    block·ROWS onward. Returns (pair, token, present, how many pairs the expert has)."""
+    block·ROWS onward. Returns (pair, token, present, how many pairs the expert has).
+
+    Routed, ``ids_ptr`` is the top-k table, scanned for the expert's pairs (a step's few
+    tokens), or SORTED, pair_plan's table: where each expert's pairs start, then the pairs in
+    expert order (a prefill's thousands of tokens, where a scan per program would dominate)."""
     want = block * ROWS + tl.arange(0, ROWS)
     if ROUTED:
+        if SORTED:
+            first = tl.load(ids_ptr + expert)
+            count = tl.load(ids_ptr + expert + 1) - first
+            present = want < count
+            pair = tl.load(ids_ptr + EXPERTS + 1 + first + want, mask=present, other=0)
+            return pair, pair // TOP_K, present, count
         p = tl.arange(0, PAIRS_POW2)
         mine = tl.load(ids_ptr + p, mask=p < tokens * TOP_K, other=-1) == expert
         count = tl.sum(mine.to(tl.int32), axis=0)
@@ -131,6 +164,7 @@ def _gate_up(
     SHARED_INTER: tl.constexpr,
     TOP_K: tl.constexpr,
     PAIRS_POW2: tl.constexpr,
+    SORTED: tl.constexpr,  # ids_ptr holds pair_plan's table, not the top-k table
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SHARED_BLOCK_N: tl.constexpr,
@@ -148,7 +182,7 @@ def _gate_up(
     if WITH_UNROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
         if expert == EXPERTS:
             pair, token, present, count = _my_rows(
-                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS, SORTED, EXPERTS
             )
             if block * ROWS < count and tile < SHARED_INTER // SHARED_BLOCK_N:
                 _gate_up_tile(
@@ -169,7 +203,7 @@ def _gate_up(
     if WITH_ROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
         if expert < EXPERTS:
             pair, token, present, count = _my_rows(
-                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS, SORTED, EXPERTS
             )
             # Nothing routed here: this expert's weights are never read.
             if block * ROWS < count and tile < INTER // BLOCK_N:
@@ -233,6 +267,7 @@ def _down(
     SHARED_INTER: tl.constexpr,
     TOP_K: tl.constexpr,
     PAIRS_POW2: tl.constexpr,
+    SORTED: tl.constexpr,  # ids_ptr holds pair_plan's table, not the top-k table
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -247,7 +282,7 @@ def _down(
     if WITH_UNROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
         if expert == EXPERTS:
             pair, token, present, count = _my_rows(
-                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, False, ROWS, SORTED, EXPERTS
             )
             if block * ROWS < count:
                 y, n = _down_tile(
@@ -268,7 +303,7 @@ def _down(
     if WITH_ROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
         if expert < EXPERTS:
             pair, token, present, count = _my_rows(
-                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS
+                ids_ptr, expert, block, tokens, TOP_K, PAIRS_POW2, True, ROWS, SORTED, EXPERTS
             )
             if block * ROWS < count:
                 weights = w_ptr + expert.to(tl.int64) * (HIDDEN * INTER)
@@ -396,13 +431,17 @@ def _launch(
         shared_out = torch.empty(count, hidden, device=h.device, dtype=h.dtype)
     inter = inter or shared_inter
     rows = rows_per_program(count)
+    sort = routed is not None and count > SORT_PAIRS_ABOVE
+    if sort:
+        ids = pair_plan(ids, experts)
     common: dict[str, Any] = dict(
         EXPERTS=experts,
         HIDDEN=hidden,
         INTER=inter,
         SHARED_INTER=shared_inter,
         TOP_K=top_k,
-        PAIRS_POW2=triton.next_power_of_2(count * top_k),
+        PAIRS_POW2=1 if sort else triton.next_power_of_2(count * top_k),
+        SORTED=sort,
         ROWS=rows,
         PRECISION=dot_precision(h.dtype),
     )

@@ -77,13 +77,16 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
     top_k = int(V1.num_experts_per_tok or 1)
     shared_inter = inter * (V1.n_shared_experts or 1)
     tiles = kernels.tiles_for(tokens)
-    common = dict(
+    sort = with_routed and tokens > kernels.SORT_PAIRS_ABOVE
+    common: dict[str, Any] = dict(
         EXPERTS=V1.n_routed_experts if with_routed else 0,
         HIDDEN=hidden,
         INTER=inter,
         SHARED_INTER=shared_inter,
         TOP_K=top_k,
-        PAIRS_POW2=triton.next_power_of_2(tokens * top_k),
+        # a step's few tokens scan the top-k table; a prefill's read pair_plan's (SORTED)
+        PAIRS_POW2=1 if sort else triton.next_power_of_2(tokens * top_k),
+        SORTED=sort,
         ROWS=kernels.rows_per_program(tokens),
         PRECISION="tf32",
         WITH_ROUTED=with_routed,
@@ -91,9 +94,11 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
     )
     gate_up_widths, down_widths = kernels.tile_widths(hidden, inter, shared_inter, tiles)
     gate_up, down = dict(common, **gate_up_widths), dict(common, **down_widths)
-    # What one MLP's tiles need: the software pipeline's buffers (stages - 1 of them) of bf16
-    # x/act rows and weight tiles; the gate/up reads two weight tiles (gate and up) a step.
-    buffers, rows = 2 * (tiles.stages - 1), common["ROWS"]
+    # What one MLP's tiles need: the software pipeline's buffers of bf16 x/act rows and weight
+    # tiles (stages - 1 of them; all ``stages`` for tiles of 64 rows, which sm_90 runs as
+    # warp-group MMAs); the gate/up reads two weight tiles (gate and up) a step.
+    rows = common["ROWS"]
+    buffers = 2 * (tiles.stages - (rows < 64))
     widest_n = max(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"])
     widest_k = max(down["BLOCK_K"], down["SHARED_BLOCK_K"])
     return {

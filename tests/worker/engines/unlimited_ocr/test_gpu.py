@@ -130,7 +130,7 @@ def test_overlapped_steps_decode_as_steps_read_one_by_one(model) -> None:  # typ
         assert agree >= 0.98, (name, agree)
 
 
-@pytest.mark.parametrize("tokens", [1, 16, 128])
+@pytest.mark.parametrize("tokens", [1, 16, 128, 2185])  # 2,185: a prefill, pair_plan's table
 def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> None:  # type: ignore[no-untyped-def]
     """At the real widths, in bf16: the dense first layer and an MoE layer (64 experts, top-6,
     shared experts) through our kernels, against transformers' modules; a wrong expert, row or

@@ -233,6 +233,30 @@ def test_every_routing_launch_chooses_the_models_experts(
     )
 
 
+def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A prefill's thousands of tokens read pair_plan's table instead of scanning the top-k
+    table (here from 40 tokens on, so that the interpreter's run stays short): the same
+    layer as the model's, each expert over several 64-row blocks."""
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=9)
+    moe.experts.config._experts_implementation = "eager"
+    h = torch.randn(150, 160, generator=torch.Generator().manual_seed(10))
+    monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 40)
+    ids, _ = routing.route(h, moe.gate.weight, 6, 1.0)
+    plan = kernels_moe().pair_plan(ids, 12)
+    starts, order = plan[:13], plan[13:]
+    assert starts[-1] == 900 and torch.equal(
+        ids.flatten()[order.long()].sort().values, ids.flatten().sort().values
+    )
+    assert (ids.flatten()[order.long()].diff() >= 0).all()  # grouped by expert
+    assert (starts.diff() > 64).any()  # an expert over several blocks of rows
+    with torch.no_grad():
+        torch.testing.assert_close(fused_mlp(moe)(h), moe(h[None])[0], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("tokens", [1, 80])
 def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tokens: int) -> None:
     """The step's MoE in five launches (shared experts in the routed experts' launches; the
@@ -338,10 +362,15 @@ def test_the_token_choice_in_kernels_reads_the_models_own_dtype_and_odd_vocabula
     assert wanted[1] == 1100
 
 
+@pytest.mark.parametrize(
+    "prefill_moe", [False, True], ids=["prefill_moe_module", "prefill_moe_ours"]
+)
 def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # type: ignore[no-untyped-def]
-    model, monkeypatch
+    model, monkeypatch, prefill_moe: bool
 ) -> None:
-    """A ragged batch through the fused step: ring wraps, sequences join and leave."""
+    """A ragged batch through the fused step: ring wraps, sequences join and leave. The
+    prefill's MoE in transformers' module, or in our kernels over pair_plan's table (used here
+    from 8 tokens on: the three prefills' ~40 rows)."""
     workspace = VisualKVWorkspace(num_blocks=256, block_size=BLOCK)
     runner = ModelRunner(
         model,
@@ -357,6 +386,16 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
 
     assert fused.mlps[0] is model.model.language_model.layers[0].mlp  # cuBLAS's, dense
     assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])  # the MoEs through ours
+    fused.prefill_moe_kernels = prefill_moe
+    monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 8)
+    plans = []  # the sorted pair tables built: one a MoE layer of a prefill in our kernels
+    pair_plan = kernels_moe().pair_plan
+
+    def counted_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
+        plans.append(ids)
+        return pair_plan(ids, experts)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(kernels_moe(), "pair_plan", counted_plan)
 
     calls = {"step": 0, "prefill": 0}
     real = fused  # narrowed: not None
@@ -385,6 +424,7 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
     assert calls["step"] >= 24  # every decode step went through the kernels
     assert calls["prefill"] == 1  # and the three prefills, waiting together, in one pass
+    assert len(plans) == (2 if prefill_moe else 0)  # the tiny model's two MoE layers
     assert len(choices) == calls["step"] + 3  # a choice after each step and each prefill
     assert all((table[:, 1:] == 1).any(dim=1).all() for table in choices)  # EOS banned
     for name, (pages, prompt, steps) in specs.items():
