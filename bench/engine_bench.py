@@ -24,6 +24,7 @@ import torch
 from bench.full_checkpoint import randomize
 from ocr_api.core.page_groups import PageGroupPlanner
 from ocr_api.core.settings import UnlimitedOcrSettings
+from ocr_worker.engines.unlimited_ocr import fused_step
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
@@ -298,8 +299,15 @@ def main() -> None:
     parser.add_argument(
         "--brief", nargs="*", default=[], help="rules: step times and --throughput-docs only"
     )
+    parser.add_argument(
+        "--prefill-moe",
+        choices=["transformers", "ours"],
+        default="transformers",
+        help="a prefill's MoE in transformers' module or our kernels (FusedStep)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    fused_step.PREFILL_MOE_KERNELS = args.prefill_moe == "ours"
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)
