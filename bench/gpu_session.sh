@@ -2,8 +2,8 @@
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
 # the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the
 # decode-step profile, the whole service (gpu_run.sh: the bare engine against the service, a
-# worker killed), then the engine bench, the longest, last: a loan that ends early has still
-# measured the service.
+# worker killed), then the engine bench, the longest (a loan that ends early has still
+# measured the service), and 128 documents again with a prefill's MoE in our kernels.
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
@@ -17,7 +17,7 @@ OUTDIR=${1:-/tmp/gpusession}
 mkdir -p "$OUTDIR"
 export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
 export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
-PARTS=${PARTS:-tests attention mlp profile service engine}  # the parts to run, in this order
+PARTS=${PARTS:-tests attention mlp profile service engine prefill}  # the parts to run, in order
 part() { echo "== $1 $(date -u +%T)"; }
 wanted() { [[ " $PARTS " == *" $1 "* ]]; }
 
@@ -57,5 +57,12 @@ if wanted engine; then
     --brief srswa --realistic-page-tokens 700 --realistic-pages 24 \
     --out "$OUTDIR/engine_bench.json" >"$OUTDIR/engine_bench.log" 2>&1
   tail -30 "$OUTDIR/engine_bench.log"
+fi
+if wanted prefill; then  # 128 documents again with a prefill's MoE in our kernels
+  part prefill
+  timeout 300 python3 -m bench.engine_bench --skip-baseline --prefill-moe ours --workspace-gb 24 \
+    --pages 100 --step-batches 128 --throughput-docs 128 --brief rswa --sr-swa-blocks 0 \
+    --out "$OUTDIR/engine_bench_prefill_moe_ours.json" >"$OUTDIR/engine_bench_prefill.log" 2>&1
+  tail -8 "$OUTDIR/engine_bench_prefill.log"
 fi
 part done
