@@ -53,18 +53,27 @@ def _top_k(
     TOP_K: tl.constexpr,
 ):
     """One token: softmax over the logits, the TOP_K largest (lowest index on a tie)."""
-    n = tl.program_id(0)
+    n = tl.program_id(0) + tl.arange(0, 1)
     e = tl.arange(0, EXPERTS_POW2)
-    real = e < EXPERTS
-    logits = tl.load(logits_ptr + n * EXPERTS + e, mask=real, other=float("-inf"))
-    p = tl.exp(logits - tl.max(logits, axis=0))
-    p = tl.where(real, p / tl.sum(p, axis=0), -1.0)
+    real_e = e < EXPERTS
+    logits = tl.load(logits_ptr + n[:, None] * EXPERTS + e[None, :], mask=real_e[None, :])
+    _store_top_k(logits, n, n >= 0, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS_POW2)
+
+
+@triton.jit
+def _store_top_k(logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS_POW2):
+    """Tokens ``n`` (rows of ``logits``, fp32 (rows, EXPERTS_POW2)): the softmax over the real
+    experts, then the TOP_K largest (the lowest index on a tie) and their probability times
+    ``scale``, into the top-k tables."""
+    logits = tl.where(real_e[None, :], logits, float("-inf"))
+    p = tl.exp(logits - tl.max(logits, axis=1)[:, None])
+    p = tl.where(real_e[None, :], p / tl.sum(p, axis=1)[:, None], -1.0)
     for choice in tl.static_range(TOP_K):
-        best = tl.max(p, axis=0)
-        index = tl.min(tl.where(p == best, e, EXPERTS_POW2), axis=0)
-        tl.store(ids_ptr + n * TOP_K + choice, index)
-        tl.store(weights_ptr + n * TOP_K + choice, best * scale)
-        p = tl.where(e == index, -1.0, p)
+        best = tl.max(p, axis=1)
+        index = tl.min(tl.where(p == best[:, None], e[None, :], EXPERTS_POW2), axis=1)
+        tl.store(ids_ptr + n * TOP_K + choice, index, mask=real_n)
+        tl.store(weights_ptr + n * TOP_K + choice, best * scale, mask=real_n)
+        p = tl.where(e[None, :] == index[:, None], -1.0, p)
 
 
 @triton.jit
@@ -86,8 +95,7 @@ def _route_rows(
     """_router_logits and _top_k in one program per ROWS tokens: every expert's fp32 logit of
     a token in one tl.dot tile (the router's weights' loads pipelined by Triton, as they feed
     tl.dot; PRECISION tf32x3: three tensor-core products that keep fp32's precision, as the
-    model's fp32 router GEMM does), then the softmax and the TOP_K largest as _top_k takes
-    them."""
+    model's fp32 router GEMM does), then the top-k as _top_k takes it."""
     n = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     real_n = n < tokens
     e = tl.arange(0, EXPERTS_POW2)
@@ -107,15 +115,7 @@ def _route_rows(
             other=0.0,
         ).to(tl.float32)
         logits += tl.dot(x, w, input_precision=PRECISION)
-    logits = tl.where(real_e[None, :], logits, float("-inf"))
-    p = tl.exp(logits - tl.max(logits, axis=1)[:, None])
-    p = tl.where(real_e[None, :], p / tl.sum(p, axis=1)[:, None], -1.0)
-    for choice in tl.static_range(TOP_K):
-        best = tl.max(p, axis=1)
-        index = tl.min(tl.where(p == best[:, None], e[None, :], EXPERTS_POW2), axis=1)
-        tl.store(ids_ptr + n * TOP_K + choice, index, mask=real_n)
-        tl.store(weights_ptr + n * TOP_K + choice, best * scale, mask=real_n)
-        p = tl.where(e[None, :] == index[:, None], -1.0, p)
+    _store_top_k(logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS_POW2)
 
 
 @dataclass(frozen=True)
