@@ -431,6 +431,31 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
         assert ours[name] == _reference(model, pages, prompt, steps), name
 
 
+def test_a_token_choice_that_fails_to_launch_falls_back_to_torchs_ops(model, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A card where the choice kernels do not build: the worker logs it once and decodes on,
+    with the same tokens, rather than failing every group."""
+    runner = ModelRunner(
+        model,
+        num_blocks=64,
+        block_size=BLOCK,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+        fused_kernels=True,
+    )
+    tries = []
+
+    def broken(logits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        tries.append(table)
+        raise RuntimeError("triton: no kernel image for this device")
+
+    monkeypatch.setattr(choice_kernels, "choose_on_device", broken)
+    scheduler = Scheduler(runner, VisualKVWorkspace(num_blocks=64, block_size=BLOCK), 4, WINDOW)
+    scheduler.submit(_request(model, "a", [1], [5], 6))
+    ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
+    assert len(tries) == 1  # tried once, then torch's ops for good
+    assert ours["a"] == _reference(model, [1], [5], 6)
+
+
 def _rotary(dim: int):  # type: ignore[no-untyped-def]
     """ModelRunner.rotary for a head size of ``dim`` (v1's base of 10,000)."""
     inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
