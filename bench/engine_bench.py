@@ -236,6 +236,8 @@ class Engine:
             "prefill_s": round(spent.get("prefill", 0.0), 2),
             "decode_s": round(spent.get("decode", 0.0), 2),
             "kv_per_seq_gb": self.workspace.peak_used * block_bytes / documents / GB,
+            # False: a kernel failed and the run finished on torch's ops
+            "fused_kernels": self.runner.fused is not None,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
             ),

@@ -37,6 +37,9 @@ VARIANTS: dict[str, Tiles | None] = {
 }
 ROUTERS = {  # routing (routing_kernels.RouterLaunch): in one kernel, or logits then top-k
     "default": routing_kernels.ROUTER,
+    "fused_b128_s4": routing_kernels.RouterLaunch(block=128, stages=4),
+    "fused_b64_s5": routing_kernels.RouterLaunch(block=64, stages=5),
+    "fused_b32_s8": routing_kernels.RouterLaunch(block=32, stages=8),
     "split_g8_b256": routing_kernels.RouterLaunch(fused=False, group=8, block=256),
     "split_g8_row": routing_kernels.RouterLaunch(fused=False, group=8, block=None),
     "split_g4_row": routing_kernels.RouterLaunch(fused=False, group=4, block=None),
@@ -145,9 +148,11 @@ def main() -> None:
                     chosen = []
                     for label, launch in ROUTERS.items():
                         call = functools.partial(_route, ours, h, launch)
-                        row[f"route_{label}_us"] = graphed_us(call)
-                        chosen.append(call()[0])
-                    row["routes_equal"] = float(all(torch.equal(c, chosen[0]) for c in chosen))
+                        row[f"route_{label}_us"] = timed(call)
+                        chosen.append(call()[0].sort(dim=1).values)
+                    # rows whose experts every launch chose alike (a near-tie may differ)
+                    same = torch.stack([(c == chosen[0]).all(dim=1) for c in chosen]).all(dim=0)
+                    row["routes_agree"] = same.float().mean().item()
                 if hasattr(ours, "merge"):  # where the shared experts run, beside the default
                     default, values = ours.merge, []
                     for merge in MOE_MERGES:

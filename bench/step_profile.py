@@ -164,6 +164,8 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
             admit(seed * 100)
         sync(device)
         result[f"ms{suffix}"] = (time.perf_counter() - started) * 333
+        # a kernel that failed would have left the torch ops timed under this name
+        assert engine.runner.fused is fused, "the fused step fell back to torch's ops"
         print(f"prefill, MoE {moe}: {result[f'ms{suffix}']:.1f} ms a group", flush=True)
         if device.type == "cuda":
             with profile(activities=[ProfilerActivity.CUDA]) as prof:

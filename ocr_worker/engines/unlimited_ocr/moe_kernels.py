@@ -68,7 +68,7 @@ def pair_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
     pairs start (experts + 1 entries, the last the pair count), then the pair indices (rows
     of the flattened table) grouped by expert, in pair order within each. int32, on the
     device, with no host sync (a count by scatter_add, not bincount, which reads its size)."""
-    flat = ids.flatten().long()
+    flat = ids.flatten().long().clamp_(0, experts - 1)  # an id past the last would fault
     counts = torch.zeros(experts, dtype=torch.long, device=ids.device)
     counts.scatter_add_(0, flat, torch.ones_like(flat))
     starts = torch.zeros(experts + 1, dtype=torch.int32, device=ids.device)

@@ -57,11 +57,15 @@ def _top_k(
     e = tl.arange(0, EXPERTS_POW2)
     real_e = e < EXPERTS
     logits = tl.load(logits_ptr + n[:, None] * EXPERTS + e[None, :], mask=real_e[None, :])
-    _store_top_k(logits, n, n >= 0, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS_POW2)
+    _store_top_k(
+        logits, n, n >= 0, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS, EXPERTS_POW2
+    )
 
 
 @triton.jit
-def _store_top_k(logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS_POW2):
+def _store_top_k(
+    logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS, EXPERTS_POW2
+):
     """Tokens ``n`` (rows of ``logits``, fp32 (rows, EXPERTS_POW2)): the softmax over the real
     experts, then the TOP_K largest (the lowest index on a tie) and their probability times
     ``scale``, into the top-k tables."""
@@ -71,6 +75,8 @@ def _store_top_k(logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_
     for choice in tl.static_range(TOP_K):
         best = tl.max(p, axis=1)
         index = tl.min(tl.where(p == best[:, None], e[None, :], EXPERTS_POW2), axis=1)
+        # A NaN row (an overflow upstream) matches no expert: a real one, never past the last
+        index = tl.minimum(index, EXPERTS - 1)
         tl.store(ids_ptr + n * TOP_K + choice, index, mask=real_n)
         tl.store(weights_ptr + n * TOP_K + choice, best * scale, mask=real_n)
         p = tl.where(e[None, :] == index[:, None], -1.0, p)
@@ -115,20 +121,24 @@ def _route_rows(
             other=0.0,
         ).to(tl.float32)
         logits += tl.dot(x, w, input_precision=PRECISION)
-    _store_top_k(logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS_POW2)
+    _store_top_k(
+        logits, n, real_n, e, real_e, ids_ptr, weights_ptr, scale, TOP_K, EXPERTS, EXPERTS_POW2
+    )
 
 
 @dataclass(frozen=True)
 class RouterLaunch:
     """How routing is launched. ``fused``: logits, softmax and top-k in one program per 16
-    tokens (_route_rows), else _router_logits with
-    ``group`` experts a program and ``block`` columns of hidden a load (None: the whole row),
-    then _top_k. bench/mlp_bench.py times them: one token's routing is µs of latency and a
-    launch between its two kernels, not bytes."""
+    tokens (_route_rows), ``block`` columns of hidden a step with ``stages`` of them in flight;
+    else _router_logits with ``group`` experts a program and ``block`` columns a load (None:
+    the whole row), then _top_k. bench/mlp_bench.py times them: one token's routing is µs of
+    latency (one program streams the router's 327 KB when fused) and a launch between the
+    two kernels when split, not bytes."""
 
     fused: bool = True
+    block: int | None = 64
     group: int = 8
-    block: int | None = 256
+    stages: int = 3
 
 
 ROUTER = RouterLaunch()
@@ -163,10 +173,11 @@ def route(
             EXPERTS_POW2=max(16, triton.next_power_of_2(experts)),
             TOP_K=top_k,
             ROWS=rows,
-            BLOCK=64,
+            BLOCK=launch.block or 64,
             # tf32 alone would round the fp32 router's weights to 10 bits; the interpreter
             # (fp32 tests) takes "ieee"
             PRECISION="ieee" if h.dtype == torch.float32 else "tf32x3",
+            num_stages=launch.stages,
         )
         return ids, weights
     logits = torch.empty(count, experts, device=h.device, dtype=torch.float32)

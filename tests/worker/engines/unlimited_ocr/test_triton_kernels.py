@@ -210,13 +210,20 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
 
 @pytest.mark.parametrize(
     "launch",  # in one kernel; in two: a whole row a load, more experts a program than exist
-    [(True, 8, 256), (False, 8, 256), (False, 4, None), (False, 1, None), (False, 16, 64)],
+    [
+        (True, 64, 8),
+        (True, 32, 8),
+        (False, 256, 8),
+        (False, None, 4),
+        (False, None, 1),
+        (False, 64, 16),
+    ],
     ids=str,
 )
 @pytest.mark.parametrize("tokens", [9, 40])  # one program, or three, of the fused kernel
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # the card's h; fp32 router
 def test_every_routing_launch_chooses_the_models_experts(
-    launch: tuple[bool, int, int | None], tokens: int, dtype: torch.dtype
+    launch: tuple[bool, int | None, int], tokens: int, dtype: torch.dtype
 ) -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
@@ -255,6 +262,28 @@ def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypa
     assert (starts.diff() > 64).any()  # an expert over several blocks of rows
     with torch.no_grad():
         torch.testing.assert_close(fused_mlp(moe)(h), moe(h[None])[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the interpreter's NaN math
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_token_whose_hidden_state_overflowed_is_routed_to_real_experts(fused: bool) -> None:
+    """A NaN in a token's h makes every logit NaN: its experts are still real ones (an id
+    past the last would fault the sorted pair table's count on the card), and the other
+    tokens keep their own."""
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=11)
+    h = torch.randn(20, 160, generator=torch.Generator().manual_seed(12))
+    h[3, 7] = float("nan")
+    ids, _ = routing.route(h, moe.gate.weight, 6, 1.0, routing.RouterLaunch(fused=fused))
+    assert ((ids >= 0) & (ids < 12)).all()
+    with torch.no_grad():
+        chosen = moe.gate(h)[2]
+    fine = torch.ones(20, dtype=torch.bool)
+    fine[3] = False
+    assert torch.equal(ids[fine].sort(dim=1).values.long(), chosen[fine].sort(dim=1).values)
+    plan = kernels_moe().pair_plan(ids, 12)
+    assert plan[12] == 120  # every pair counted, none lost
 
 
 @pytest.mark.parametrize("tokens", [1, 80])
