@@ -398,8 +398,8 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     model, monkeypatch, prefill_moe: bool
 ) -> None:
     """A ragged batch through the fused step: ring wraps, sequences join and leave. The
-    prefill's MoE in transformers' module, or in our kernels over pair_plan's table (used here
-    from 8 tokens on: the three prefills' ~40 rows)."""
+    prefill's MoE in transformers' module, or in our kernels; the latter here over pair_plan's
+    table at any token count, the decode steps' included (as a batch of 257+ would)."""
     workspace = VisualKVWorkspace(num_blocks=256, block_size=BLOCK)
     runner = ModelRunner(
         model,
@@ -416,8 +416,8 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     assert fused.mlps[0] is model.model.language_model.layers[0].mlp  # cuBLAS's, dense
     assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])  # the MoEs through ours
     fused.prefill_moe_kernels = prefill_moe
-    monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 8)
-    plans = []  # the sorted pair tables built: one a MoE layer of a prefill in our kernels
+    monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 0 if prefill_moe else 10**6)
+    plans = []  # the sorted pair tables built
     pair_plan = kernels_moe().pair_plan
 
     def counted_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
@@ -453,7 +453,8 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
     assert calls["step"] >= 24  # every decode step went through the kernels
     assert calls["prefill"] == 1  # and the three prefills, waiting together, in one pass
-    assert len(plans) == (2 if prefill_moe else 0)  # the tiny model's two MoE layers
+    # the tiny model's two MoE layers, in the prefill and every step
+    assert len(plans) == (2 * (1 + calls["step"]) if prefill_moe else 0)
     assert len(choices) == calls["step"] + 3  # a choice after each step and each prefill
     assert all((table[:, 1:] == 1).any(dim=1).all() for table in choices)  # EOS banned
     for name, (pages, prompt, steps) in specs.items():
