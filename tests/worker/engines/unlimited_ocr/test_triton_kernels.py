@@ -22,17 +22,15 @@ from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: 
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.scheduler import Scheduler  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table, step_inputs  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
-    BLOCK,
     _reference,
     _request,
+    _scheduler,
 )
-from tests.worker.engines.unlimited_ocr.tiny_model import WINDOW, write_tiny_checkpoint  # noqa: E402
+from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint  # noqa: E402
 
 HEADS, DIM = 10, 32  # v1 has 10 heads (of 128): not a power of two
 
@@ -400,15 +398,8 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     """A ragged batch through the fused step: ring wraps, sequences join and leave. The
     prefill's MoE in transformers' module, or in our kernels; the latter here over pair_plan's
     table at any token count, the decode steps' included (as a batch of 257+ would)."""
-    workspace = VisualKVWorkspace(num_blocks=256, block_size=BLOCK)
-    runner = ModelRunner(
-        model,
-        num_blocks=256,
-        block_size=BLOCK,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-        fused_kernels=True,
-    )
+    scheduler = _scheduler(model, fused=True)
+    runner = scheduler.runner
     fused = runner.fused
     assert fused is not None
     from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp
@@ -446,7 +437,6 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
         return choose_on_device(logits, table)
 
     monkeypatch.setattr(choice_kernels, "choose_on_device", counted_choice)
-    scheduler = Scheduler(runner, workspace, 16, WINDOW)
     specs = {"a": ([1], [5], 20), "b": ([2, 3], [5, 6, 7, 8], 14), "c": ([4, 5, 6], [9], 25)}
     for name, spec in specs.items():
         scheduler.submit(_request(model, name, *spec))
@@ -464,14 +454,6 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
 def test_a_token_choice_that_fails_to_launch_falls_back_to_torchs_ops(model, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A card where the choice kernels do not build: the worker logs it once and decodes on,
     with the same tokens, rather than failing every group."""
-    runner = ModelRunner(
-        model,
-        num_blocks=64,
-        block_size=BLOCK,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-        fused_kernels=True,
-    )
     tries = []
 
     def broken(logits: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
@@ -479,7 +461,7 @@ def test_a_token_choice_that_fails_to_launch_falls_back_to_torchs_ops(model, mon
         raise RuntimeError("triton: no kernel image for this device")
 
     monkeypatch.setattr(choice_kernels, "choose_on_device", broken)
-    scheduler = Scheduler(runner, VisualKVWorkspace(num_blocks=64, block_size=BLOCK), 4, WINDOW)
+    scheduler = _scheduler(model, blocks=64, concurrency=4, fused=True)
     scheduler.submit(_request(model, "a", [1], [5], 6))
     ours = {f.sequence.seq_id: f.sequence.generated for f in scheduler.run()}
     assert len(tries) == 1  # tried once, then torch's ops for good
