@@ -32,7 +32,7 @@ from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
 
 FAMILIES = (  # first match wins; names as cuBLAS, cuDNN, CUTLASS, Triton and ATen spell them
-    ("mlp kernels (ours)", r"^_(router_logits|top_k|gate_up|down|combine)$"),
+    ("mlp kernels (ours)", r"^_(route_rows|router_logits|top_k|gate_up|down|combine)$"),
     ("step inputs, token choice (ours)", r"^_(step_inputs|slice_best|row_choice)$"),
     ("grouped gemm (experts)", r"grouped|group_gemm"),
     ("gemm", r"gemm|cutlass|xmma|nvjet|matmul|gemv|cublas"),
