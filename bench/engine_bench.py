@@ -238,6 +238,7 @@ class Engine:
             "kv_per_seq_gb": self.workspace.peak_used * block_bytes / documents / GB,
             # False: a kernel failed and the run finished on torch's ops
             "fused_kernels": self.runner.fused is not None,
+            "prefill_moe": fused_step.PREFILL_MOE,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
             ),
@@ -303,13 +304,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--prefill-moe",
-        choices=["transformers", "ours"],
-        default="transformers",
-        help="a prefill's MoE in transformers' module or our kernels (FusedStep)",
+        choices=fused_step.PREFILL_MOES,
+        default=fused_step.PREFILL_MOE,
+        help="how a prefill runs its MoE (fused_step.PREFILL_MOE)",
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    fused_step.PREFILL_MOE_KERNELS = args.prefill_moe == "ours"
+    fused_step.PREFILL_MOE = args.prefill_moe
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)

@@ -27,7 +27,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from bench.engine_bench import Engine, build_model, sync
 from bench.mlp_bench import replayed_us
-from ocr_worker.engines.unlimited_ocr import fused_mlp
+from ocr_worker.engines.unlimited_ocr import fused_mlp, fused_step
 from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
 
@@ -152,11 +152,12 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
 
     result: dict = {"tokens": 273 * args.pages + 1}
     fused = engine.runner.fused
-    # The MoE as transformers runs it, then in our kernels (FusedStep.prefill_moe_kernels).
-    for moe in ("transformers", "ours") if fused is not None else ("transformers",):
+    # The MoE each way a prefill can run it (fused_step.PREFILL_MOES): transformers' module,
+    # torch's grouped GEMM with our routing and sum, our kernels.
+    for moe in fused_step.PREFILL_MOES if fused is not None else ("module",):
         if fused is not None:
-            fused.prefill_moe_kernels = moe == "ours"
-        suffix = "" if moe == "transformers" else "_moe_ours"
+            fused.prefill_moe = moe
+        suffix = "" if moe == "module" else f"_moe_{moe}"
         admit(0)  # warm-up
         sync(device)
         started = time.perf_counter()

@@ -12,6 +12,7 @@ import torch
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
 from ocr_worker.engines.unlimited_ocr import routing_kernels, triton_kernels
+from ocr_worker.engines.unlimited_ocr.grouped_experts import dense_mlp, grouped_experts
 
 # Where a MoE layer's shared experts run (the benches compare them):
 # "all": in the routed experts' gate/up launch and their down launch, and the experts' sum,
@@ -77,13 +78,16 @@ class _MoeMlp:
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
         return kernels.combine(*self._experts(h, self._layout(h)), self.top_k)
 
-    def add_and_norm(self, x: torch.Tensor, h: torch.Tensor, norm: Any) -> tuple[Any, Any]:
+    def add_and_norm(
+        self, x: torch.Tensor, h: torch.Tensor, norm: Any, grouped_mm: bool = False
+    ) -> tuple[Any, Any]:
         """(x + self(h), norm(x + self(h))): the sum of the experts, the residual add and the
-        next RMSNorm in one kernel."""
+        next RMSNorm in one kernel. ``grouped_mm``: the experts' GEMMs by torch's grouped GEMM
+        and cuBLAS instead of our kernels (grouped_experts.py: a prefill's thousands of tokens)."""
         merge = self._layout(h)
-        if merge == "none":
+        if merge == "none" and not grouped_mm:
             return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
-        routed, shared = self._experts(h, merge)
+        routed, shared = self._grouped(h) if grouped_mm else self._experts(h, merge)
         return kernels.combine_add_rms_norm(
             routed, shared, self.top_k, x, norm.weight, norm.variance_epsilon
         )
@@ -92,6 +96,11 @@ class _MoeMlp:
         merge = self.merge or merge_for(h.shape[0])
         assert merge in MOE_MERGES, merge
         return merge
+
+    def _grouped(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)
+        routed = grouped_experts(h, self.gate_up, self.down, ids, weights)
+        return routed, dense_mlp(h, self.shared_gate_up[0], self.shared_down[0])
 
     def _experts(self, h: torch.Tensor, merge: str) -> tuple[torch.Tensor, torch.Tensor]:
         ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)
@@ -107,12 +116,17 @@ class _MoeMlp:
 
 
 def mlp_add_and_norm(
-    mlp: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, h: torch.Tensor, norm: Any
+    mlp: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    h: torch.Tensor,
+    norm: Any,
+    grouped_mm: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A decoder layer's MLP on h, added to the residual stream x, then ``norm`` (the next
-    RMSNorm): (x + mlp(h), norm(x + mlp(h)))."""
+    RMSNorm): (x + mlp(h), norm(x + mlp(h))). ``grouped_mm``: a MoE's experts by torch's
+    grouped GEMM (_MoeMlp.add_and_norm)."""
     if isinstance(mlp, _MoeMlp):
-        return mlp.add_and_norm(x, h, norm)
+        return mlp.add_and_norm(x, h, norm, grouped_mm)
     return triton_kernels.add_rms_norm(x, mlp(h), norm.weight, norm.variance_epsilon)
 
 

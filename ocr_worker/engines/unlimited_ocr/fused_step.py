@@ -16,7 +16,12 @@ from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_no
 from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart
 from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 
-PREFILL_MOE_KERNELS = False
+# How a prefill runs its MoE layers: "module", transformers' own (its sort, gathers, grouped
+# GEMMs and fp32 weighting); "grouped_mm", the same cutlass grouped GEMMs with our routing and
+# sum around them (grouped_experts.py); "kernels", our expert kernels over a sorted pair table.
+# The default stays the module until bench/step_profile.py's prefill rows show one faster.
+PREFILL_MOE = "module"
+PREFILL_MOES = ("module", "grouped_mm", "kernels")
 
 
 class FusedStep:
@@ -36,10 +41,7 @@ class FusedStep:
         # The MoE layers (routing, experts, shared experts, the next norm) in four or five
         # launches instead of ~25 (fused_mlp.merge_for).
         self.mlps = [fused_mlp(layer.mlp) for layer in layers]
-        # A prefill's MoE in our kernels too (routing, then the experts over pair_plan's table)
-        # rather than transformers' module (its sort, gathers and grouped GEMMs): off until
-        # bench/step_profile.py's prefill rows show it faster on the card.
-        self.prefill_moe_kernels = PREFILL_MOE_KERNELS
+        self.prefill_moe = PREFILL_MOE
 
     @torch.no_grad()
     def __call__(
@@ -82,7 +84,7 @@ class FusedStep:
     ) -> torch.Tensor:
         """Prefills with the step's norm, QKV and RoPE kernels: a group's prefill is ~1,500
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
-        GPU work). The MoE is transformers' own unless ``prefill_moe_kernels``.
+        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE).
         Returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
@@ -97,8 +99,9 @@ class FusedStep:
                 x, layer.self_attn.o_proj(out.flatten(1)), post.weight, post.variance_epsilon
             )
             following = self._norm_after(index)
-            if self.prefill_moe_kernels:
-                x, h = mlp_add_and_norm(self.mlps[index], x, h, following)
+            if self.prefill_moe != "module":
+                grouped = self.prefill_moe == "grouped_mm"
+                x, h = mlp_add_and_norm(self.mlps[index], x, h, following, grouped)
             else:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon

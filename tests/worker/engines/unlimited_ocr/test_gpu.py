@@ -165,6 +165,10 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
                     assert torch.equal(ours(h).float(), got), merge
                     fused = mlp_add_and_norm(ours, x, h, norm)
                     assert all(map(torch.equal, fused, unfused)), merge
+                # a prefill's MoE by torch's grouped GEMM (cutlass): the module's values
+                grouped = mlp_add_and_norm(ours, x, h, norm, grouped_mm=True)[0].float()
+            off = (grouped - (x.float() + expected)).norm() / expected.norm()
+            assert off.item() < 1e-2, ("grouped_mm", off.item())
     router = layers[1].mlp.gate
     ids, _ = routing_kernels.route(h, router.weight, router.top_k, 1.0)
     with torch.no_grad():

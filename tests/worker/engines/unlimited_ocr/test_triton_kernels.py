@@ -262,6 +262,42 @@ def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypa
         torch.testing.assert_close(fused_mlp(moe)(h), moe(h[None])[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("tokens", [3, 150])  # most experts idle (empty groups); all busy
+@pytest.mark.parametrize("implementation", ["eager", "grouped_mm"])
+def test_a_prefills_moe_through_torchs_grouped_gemm_equals_the_models(
+    tokens: int, implementation: str
+) -> None:
+    """The prefill's "grouped_mm" MoE (grouped_experts.py: torch's grouped GEMM, our routing
+    and sum) against the model's layer in either of its experts implementations, the residual
+    add and the next norm included, as the prefill runs it."""
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
+        UnlimitedOcrTextMoe,
+        UnlimitedOcrTextRMSNorm,
+    )
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import mlp_add_and_norm
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config(routed_scaling_factor=2.5)), seed=11)
+    moe.experts.config._experts_implementation = implementation
+    norm = _live(UnlimitedOcrTextRMSNorm(160), seed=12)
+    g = torch.Generator().manual_seed(13)
+    h, x = torch.randn(tokens, 160, generator=g), torch.randn(tokens, 160, generator=g)
+    with torch.no_grad():
+        summed, normed = mlp_add_and_norm(fused_mlp_of(moe), x, h, norm, grouped_mm=True)
+        expected = x + moe(h[None])[0]
+        torch.testing.assert_close(summed, expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(normed, norm(expected), rtol=1e-5, atol=1e-5)
+        if tokens > 3:  # a token's output does not depend on the tokens beside it
+            alone = mlp_add_and_norm(fused_mlp_of(moe), x[5:6], h[5:6], norm, grouped_mm=True)
+            torch.testing.assert_close(alone[0][0], summed[5], rtol=1e-5, atol=1e-5)
+
+
+def fused_mlp_of(moe: Any) -> Any:
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+
+    return fused_mlp(moe)
+
+
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the interpreter's NaN math
 @pytest.mark.parametrize("fused", [True, False])
 def test_a_token_whose_hidden_state_overflowed_is_routed_to_real_experts(fused: bool) -> None:
@@ -389,15 +425,14 @@ def test_the_token_choice_in_kernels_reads_the_models_own_dtype_and_odd_vocabula
     assert wanted[1] == 1100
 
 
-@pytest.mark.parametrize(
-    "prefill_moe", [False, True], ids=["prefill_moe_module", "prefill_moe_ours"]
-)
+@pytest.mark.parametrize("prefill_moe", ["module", "grouped_mm", "kernels"])
 def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # type: ignore[no-untyped-def]
-    model, monkeypatch, prefill_moe: bool
+    model, monkeypatch, prefill_moe: str
 ) -> None:
     """A ragged batch through the fused step: ring wraps, sequences join and leave. The
-    prefill's MoE in transformers' module, or in our kernels; the latter here over pair_plan's
-    table at any token count, the decode steps' included (as a batch of 257+ would)."""
+    prefill's MoE in transformers' module, by torch's grouped GEMM, or in our kernels; the
+    last here over pair_plan's table at any token count, the decode steps' included (as a
+    batch of 257+ would)."""
     scheduler = _scheduler(model, fused=True)
     runner = scheduler.runner
     fused = runner.fused
@@ -406,8 +441,9 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
 
     assert fused.mlps[0] is model.model.language_model.layers[0].mlp  # cuBLAS's, dense
     assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])  # the MoEs through ours
-    fused.prefill_moe_kernels = prefill_moe
-    monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 0 if prefill_moe else 10**6)
+    fused.prefill_moe = prefill_moe
+    sorted_steps = prefill_moe == "kernels"
+    monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 0 if sorted_steps else 10**6)
     plans = []  # the sorted pair tables built
     pair_plan = kernels_moe().pair_plan
 
@@ -444,7 +480,8 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     assert calls["step"] >= 24  # every decode step went through the kernels
     assert calls["prefill"] == 1  # and the three prefills, waiting together, in one pass
     # the tiny model's two MoE layers, in the prefill and every step
-    assert len(plans) == (2 * (1 + calls["step"]) if prefill_moe else 0)
+    plans_wanted = {"module": 0, "grouped_mm": 2, "kernels": 2 * (1 + calls["step"])}
+    assert len(plans) == plans_wanted[prefill_moe]
     assert len(choices) == calls["step"] + 3  # a choice after each step and each prefill
     assert all((table[:, 1:] == 1).any(dim=1).all() for table in choices)  # EOS banned
     for name, (pages, prompt, steps) in specs.items():
