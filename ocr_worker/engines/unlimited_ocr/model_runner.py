@@ -168,13 +168,10 @@ class ModelRunner:
             ]
         )
         if not past:  # causal over its own rows
-            return PrefillPart(start, start + count, new_rows, None), new_rows, positions
+            return PrefillPart(start, start + count, new_rows), new_rows, positions
         past_rows = torch.cat([self.rows(s.blocks) for s in past])
-        p = past_rows.numel()
-        mask = torch.ones(count, p + count, dtype=torch.bool, device=self.device)
-        mask[:, p:] = torch.ones(count, count, dtype=torch.bool, device=self.device).tril()
         rows = torch.cat([past_rows, new_rows])  # new rows see every past row, and each other
-        return PrefillPart(start, start + count, rows, mask), new_rows, positions
+        return PrefillPart(start, start + count, rows, past_rows.numel()), new_rows, positions
 
     @torch.no_grad()
     def feed_generated(self, sequence: Sequence, ids: list[int]) -> torch.Tensor:
