@@ -235,6 +235,9 @@ class Engine:
             "seconds": round(elapsed, 2),
             "prefill_s": round(spent.get("prefill", 0.0), 2),
             "decode_s": round(spent.get("decode", 0.0), 2),
+            # Neither: the loop waiting for documents' next groups, and its bookkeeping
+            # between steps (admitting, retiring).
+            "between_s": round(elapsed - spent.get("prefill", 0.0) - spent.get("decode", 0.0), 2),
             "kv_per_seq_gb": self.workspace.peak_used * block_bytes / documents / GB,
             # False: a kernel failed and the run finished on torch's ops
             "fused_kernels": self.runner.fused is not None,
