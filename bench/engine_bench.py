@@ -161,6 +161,7 @@ class Engine:
         self.scheduler = Scheduler(
             self.runner, self.workspace, args.concurrency, text.sliding_window
         )
+        self.scheduler.prefill_max_rows = args.prefill_max_rows or self.scheduler.prefill_max_rows
         self.loop = DecodeLoop(self.scheduler)
         self.planner = PageGroupPlanner(size=args.group_size, overlap=1)
         self.embed = model.model.language_model.embed_tokens
@@ -242,6 +243,7 @@ class Engine:
             # False: a kernel failed and the run finished on torch's ops
             "fused_kernels": self.runner.fused is not None,
             "prefill_moe": fused_step.PREFILL_MOE,
+            "prefill_max_rows": self.scheduler.prefill_max_rows,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
             ),
@@ -310,6 +312,9 @@ def main() -> None:
         choices=fused_step.PREFILL_MOES,
         default=fused_step.PREFILL_MOE,
         help="how a prefill runs its MoE (fused_step.PREFILL_MOE)",
+    )
+    parser.add_argument(
+        "--prefill-max-rows", type=int, default=0, help="rows a prefill pass (0: the default)"
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
