@@ -63,7 +63,8 @@ if wanted prefill; then  # 128 documents again with a prefill's MoE each other w
   for moe in ${PREFILL_MOES:-grouped_mm kernels}; do
     timeout 240 python3 -m bench.engine_bench --skip-baseline --prefill-moe "$moe" --workspace-gb 24 \
       --pages 100 --step-batches 128 --throughput-docs 128 --brief rswa --sr-swa-blocks 0 \
-      --out "$OUTDIR/engine_bench_prefill_moe_$moe.json" >"$OUTDIR/engine_bench_prefill_$moe.log" 2>&1
+      ${PREFILL_ARGS:-} --out "$OUTDIR/engine_bench_prefill_moe_$moe.json" \
+      >"$OUTDIR/engine_bench_prefill_$moe.log" 2>&1
     tail -4 "$OUTDIR/engine_bench_prefill_$moe.log"
   done
 fi
