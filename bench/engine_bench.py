@@ -161,7 +161,8 @@ class Engine:
         self.scheduler = Scheduler(
             self.runner, self.workspace, args.concurrency, text.sliding_window
         )
-        self.scheduler.prefill_max_rows = args.prefill_max_rows or self.scheduler.prefill_max_rows
+        rows = getattr(args, "prefill_max_rows", 0)  # the benches that build one from few options
+        self.scheduler.prefill_max_rows = rows or self.scheduler.prefill_max_rows
         self.loop = DecodeLoop(self.scheduler)
         self.planner = PageGroupPlanner(size=args.group_size, overlap=1)
         self.embed = model.model.language_model.embed_tokens
