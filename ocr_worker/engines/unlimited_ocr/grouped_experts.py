@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from ocr_worker.engines.unlimited_ocr import moe_kernels
 
-# torch >= 2.10 names it in torch.nn.functional; earlier releases only as torch._grouped_mm.
+# Newer torch releases name it in torch.nn.functional; earlier ones only as torch._grouped_mm.
 _grouped_mm: Callable[..., torch.Tensor] = getattr(F, "grouped_mm", None) or torch._grouped_mm
 
 
