@@ -275,27 +275,22 @@ def test_a_prefills_moe_through_torchs_grouped_gemm_equals_the_models(
         UnlimitedOcrTextRMSNorm,
     )
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import mlp_add_and_norm
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
 
     moe = _live(UnlimitedOcrTextMoe(_text_config(routed_scaling_factor=2.5)), seed=11)
     moe.experts.config._experts_implementation = implementation
     norm = _live(UnlimitedOcrTextRMSNorm(160), seed=12)
     g = torch.Generator().manual_seed(13)
     h, x = torch.randn(tokens, 160, generator=g), torch.randn(tokens, 160, generator=g)
+    ours = fused_mlp(moe)
     with torch.no_grad():
-        summed, normed = mlp_add_and_norm(fused_mlp_of(moe), x, h, norm, grouped_mm=True)
+        summed, normed = mlp_add_and_norm(ours, x, h, norm, grouped_mm=True)
         expected = x + moe(h[None])[0]
         torch.testing.assert_close(summed, expected, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(normed, norm(expected), rtol=1e-5, atol=1e-5)
         if tokens > 3:  # a token's output does not depend on the tokens beside it
-            alone = mlp_add_and_norm(fused_mlp_of(moe), x[5:6], h[5:6], norm, grouped_mm=True)
+            alone = mlp_add_and_norm(ours, x[5:6], h[5:6], norm, grouped_mm=True)
             torch.testing.assert_close(alone[0][0], summed[5], rtol=1e-5, atol=1e-5)
-
-
-def fused_mlp_of(moe: Any) -> Any:
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
-
-    return fused_mlp(moe)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the interpreter's NaN math
