@@ -263,11 +263,12 @@ def main() -> None:
             print(f"    {cell['us']:>9.0f} us {cell['count']:>5.0f}x  {name}")
     results["prefill"] = pre = prefill_profile(model, args, device, dtype)
     print(f"\nprefill of one {args.pages}-page group ({pre['tokens']} tokens): {pre['ms']:.1f} ms")
-    for suffix in ("", "_moe_ours"):
-        if f"kernels{suffix}" in pre:
-            print(f"  MoE {'in our kernels' if suffix else 'in transformers'}:")
-        for name, cell in pre.get(f"kernels{suffix}", {}).get("families", {}).items():
-            print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
+    for moe in fused_step.PREFILL_MOES:
+        table = pre.get("kernels" + ("" if moe == "module" else f"_moe_{moe}"))
+        if table:
+            print(f"  MoE {moe}: {table['gpu_us_per_step'] / 1000:.2f} ms GPU busy")
+            for name, cell in table["families"].items():
+                print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
     if not args.skip_vision:
         results["vision"] = vision = vision_profile(model, args, device)
         print(f"\nvision: preprocess {vision['preprocess_ms_per_page']:.1f} ms per page")

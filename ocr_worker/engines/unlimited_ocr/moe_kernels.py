@@ -63,18 +63,57 @@ def rows_per_program(tokens: int) -> int:
 SORT_PAIRS_ABOVE = 256
 
 
+PLAN_CHUNK = 4096  # pairs a _pair_plan program reads at a time: 4 passes at a prefill's 13k
+
+
+@triton.jit
+def _pair_plan(ids_ptr, plan_ptr, pairs, EXPERTS: tl.constexpr, CHUNK: tl.constexpr):
+    """One program an expert: where its pairs start (the pairs routed to a lower expert), then
+    its pairs' indices, in pair order, at their place in the grouped list."""
+    expert = tl.program_id(0)
+    offsets = tl.arange(0, CHUNK)
+    # while, not range: a bound read at run time (the pair count varies, the kernel is compiled
+    # once), which Triton's interpreter also takes
+    before = 0
+    start = 0
+    while start < pairs:
+        before += tl.sum(
+            (_plan_ids(ids_ptr, start + offsets, pairs, EXPERTS) < expert).to(tl.int32)
+        )
+        start += CHUNK
+    tl.store(plan_ptr + expert, before)
+    tl.store(plan_ptr + EXPERTS, pairs, mask=expert == EXPERTS - 1)
+    seen = before
+    start = 0
+    while start < pairs:
+        pair = start + offsets
+        mine = (_plan_ids(ids_ptr, pair, pairs, EXPERTS) == expert).to(tl.int32)
+        place = seen + tl.cumsum(mine, axis=0) - 1
+        tl.store(plan_ptr + EXPERTS + 1 + place, pair, mask=mine > 0)
+        seen += tl.sum(mine)
+        start += CHUNK
+
+
+@triton.jit
+def _plan_ids(ids_ptr, pair, pairs, EXPERTS: tl.constexpr):
+    """The experts of ``pair``, clamped to real ones (an id past the last would be lost, one
+    below 0 counted twice); EXPERTS, which no program owns, past the table's end."""
+    ids = tl.load(ids_ptr + pair, mask=pair < pairs, other=EXPERTS).to(tl.int32)
+    return tl.where(pair < pairs, tl.minimum(tl.maximum(ids, 0), EXPERTS - 1), EXPERTS)
+
+
 def pair_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
     """The top-k table (N, top_k) as the expert kernels read it SORTED: where each expert's
     pairs start (experts + 1 entries, the last the pair count), then the pair indices (rows
     of the flattened table) grouped by expert, in pair order within each. int32, on the
-    device, with no host sync (a count by scatter_add, not bincount, which reads its size)."""
-    flat = ids.flatten().long().clamp_(0, experts - 1)  # an id past the last would fault
-    counts = torch.zeros(experts, dtype=torch.long, device=ids.device)
-    counts.scatter_add_(0, flat, torch.ones_like(flat))
-    starts = torch.zeros(experts + 1, dtype=torch.int32, device=ids.device)
-    starts[1:] = counts.cumsum(0)
-    order = torch.argsort(flat, stable=True).to(torch.int32)
-    return torch.cat([starts, order])
+    device, in one launch with no host sync: a stable counting sort, where torch's argsort,
+    histogram and scan took a dozen launches a layer (bench/RESULTS.md)."""
+    pairs = ids.numel()
+    plan = torch.empty(experts + 1 + pairs, dtype=torch.int32, device=ids.device)
+    _pair_plan[(experts,)](
+        ids.contiguous(), plan, pairs, EXPERTS=experts, CHUNK=PLAN_CHUNK, num_warps=8
+    )
+    return plan
 
 
 @triton.jit

@@ -19,6 +19,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from ocr_worker.engines.unlimited_ocr import choice_kernels as choice
+from ocr_worker.engines.unlimited_ocr import grouped_experts as grouped
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
 from ocr_worker.engines.unlimited_ocr import routing_kernels as routing
 from ocr_worker.engines.unlimited_ocr import step_inputs as inputs
@@ -113,7 +114,7 @@ def step_kernels() -> dict[str, int]:
     """The decode step's other kernels at v1's widths (10 heads of 128, hidden 1280, 64
     experts): attention over 2,400 rows at 1 and 128 sequences in every tile the bench may
     choose from, its merge, RoPE and the KV write, the norms, routing, the experts' sum, the
-    step's inputs and the token choice."""
+    step's inputs and the token choice; and a prefill's own MoE kernels."""
     heads, hidden = V1.num_attention_heads, V1.hidden_size
     dim, row = hidden // heads, triton.next_power_of_2(hidden)  # a row's block, as launched
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
@@ -237,7 +238,35 @@ def step_kernels() -> dict[str, int]:
         dict(SLICES_POW2=triton.next_power_of_2(slices)),
         launch,
     )
+    built.update(prefill_kernels())
     return built
+
+
+def prefill_kernels() -> dict[str, int]:
+    """A prefill's own MoE kernels (the grouped_mm path): the pair plan's counting sort,
+    SiLU(gate)·up, and the pairs weighed back into the top-k table's order."""
+    hidden, inter = V1.hidden_size, V1.moe_intermediate_size
+    launch = kernels.Tiles()
+    return {
+        "pair plan": shared_memory(
+            kernels._pair_plan,
+            dict(ids_ptr=I32, plan_ptr=I32),
+            dict(EXPERTS=V1.n_routed_experts, CHUNK=kernels.PLAN_CHUNK),
+            kernels.Tiles(warps=8),
+        ),
+        "silu times up": shared_memory(
+            grouped._silu_mul,
+            dict(projected_ptr=BF16, act_ptr=BF16),
+            dict(INTER=inter, BLOCK=triton.next_power_of_2(inter)),
+            launch,
+        ),
+        "pairs weighed": shared_memory(
+            grouped._weigh_into_pairs,
+            dict(out_ptr=BF16, order_ptr=I32, weights_ptr=F32, pairs_ptr=F32),
+            dict(HIDDEN=hidden, BLOCK=triton.next_power_of_2(hidden)),
+            launch,
+        ),
+    }
 
 
 def main() -> None:

@@ -262,6 +262,22 @@ def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypa
         torch.testing.assert_close(fused_mlp(moe)(h), moe(h[None])[0], rtol=1e-5, atol=1e-6)
 
 
+def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order() -> None:
+    """pair_plan's counting sort against torch's stable argsort, over more pairs than one
+    chunk of its loop (a prefill's 13k at v1's top-6), with ids out of range (a NaN's token)
+    counted with the nearest real expert and several experts never chosen."""
+    g = torch.Generator().manual_seed(21)
+    ids = torch.randint(0, 40, (900, 6), generator=g, dtype=torch.int32)  # 40..63 idle
+    ids[7, 2], ids[8, 0] = -3, 99
+    plan = kernels_moe().pair_plan(ids, 64)
+    flat = ids.flatten().long().clamp(0, 63)
+    starts = torch.zeros(65, dtype=torch.long)
+    starts[1:] = torch.bincount(flat, minlength=64).cumsum(0)
+    assert ids.numel() > kernels_moe().PLAN_CHUNK
+    assert torch.equal(plan[:65].long(), starts)
+    assert torch.equal(plan[65:].long(), torch.argsort(flat, stable=True))
+
+
 @pytest.mark.parametrize("tokens", [3, 150])  # most experts idle (empty groups); all busy
 @pytest.mark.parametrize("implementation", ["eager", "grouped_mm"])
 def test_a_prefills_moe_through_torchs_grouped_gemm_equals_the_models(
