@@ -191,18 +191,20 @@ def test_greedy_on_the_card_picks_what_argmax_picks() -> None:
 
 def test_the_token_choice_in_kernels_on_the_card_equals_torchs() -> None:
     """128 rows of v1's vocabulary, compiled: both choices equal torch's ops', bans and ties."""
+    from ocr_worker.engines.unlimited_ocr import choice_kernels
     from ocr_worker.engines.unlimited_ocr.sampling import choose
 
     gen = torch.Generator(device=DEVICE).manual_seed(1)
     logits = torch.randn(128, 129280, device=DEVICE, generator=gen)
-    logits[1, [1023, 1024, 129279]] = 50.0
+    edge = choice_kernels.SLICE
+    logits[1, [edge - 1, edge, 129279]] = 50.0
     logits[2] = 1.0
     top = logits.argmax(-1).tolist()
     banned = [{top[b], b} if b % 3 else {1} for b in range(128)]
     forced = [7 if b % 5 == 0 else None for b in range(128)]
     ours = choose(logits, banned, forced, kernels=True).read()
     assert ours == choose(logits, banned, forced).read()
-    assert ours[0][1:3] == [1023, 0] and ours[1][1] == 1024
+    assert ours[0][1:3] == [edge - 1, 0] and ours[1][1] == edge
 
 
 def test_the_token_choice_compiles_once_for_any_usual_ban_count() -> None:

@@ -393,21 +393,22 @@ def kernels_moe():  # type: ignore[no-untyped-def]
 
 
 def test_the_token_choice_in_kernels_equals_torchs_argmax_with_the_guards_bans() -> None:
-    """v1's 129,280 ids (127 slices of 1,024): ties go to the lowest id wherever the equal
-    logits fall (one slice, across a slice edge, the last id); a ban on the largest makes the
-    next largest win; a forced id replaces the choice but not the model's own."""
+    """v1's 129,280 ids (slices of choice_kernels.SLICE): ties go to the lowest id wherever the
+    equal logits fall (one slice, across a slice edge, the last id); a ban on the largest makes
+    the next largest win; a forced id replaces the choice but not the model's own."""
     g = torch.Generator().manual_seed(3)
+    edge = choice_kernels.SLICE
     logits = torch.randn(7, 129280, generator=g)
     logits[1, [5, 900]] = 50.0  # a tie inside one slice
-    logits[2, [1023, 1024, 129279]] = 50.0  # across a slice edge and at the very end
+    logits[2, [edge - 1, edge, 129279]] = 50.0  # across a slice edge and at the very end
     logits[3, [7, 2000]] = torch.tensor([60.0, 59.0])
     logits[5] = 1.0  # all equal
     logits[6, -1] = 70.0
-    banned = [set(), {5}, {1023, 1024}, {7}, {1}, {0, 1}, set()]
+    banned = [set(), {5}, {edge - 1, edge}, {7}, {1}, {0, 1}, set()]
     forced = [None, None, None, None, 42, None, None]
     wanted, chosen = choose(logits, banned, forced, kernels=True).read()
     assert wanted == logits.argmax(-1).tolist()
-    assert wanted[1:3] == [5, 1023] and wanted[5] == 0
+    assert wanted[1:3] == [5, edge - 1] and wanted[5] == 0
     assert chosen == [wanted[0], 900, 129279, 2000, 42, 2, 129279]
     torch_wanted, torch_chosen = choose(logits, banned, forced).read()
     assert (torch_wanted, torch_chosen) == (wanted, chosen)
