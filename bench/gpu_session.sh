@@ -3,7 +3,8 @@
 # the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the
 # decode-step profile, the whole service (gpu_run.sh: the bare engine against the service, a
 # worker killed), then the engine bench, the longest (a loan that ends early has still
-# measured the service), and 128 documents again with a prefill's MoE each other way.
+# measured the service), and 128 documents again with a prefill's MoE each other way (the default
+# is grouped_mm: fused_step.PREFILL_MOE).
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
@@ -60,7 +61,7 @@ if wanted engine; then
 fi
 if wanted prefill; then  # 128 documents again with a prefill's MoE each other way
   part prefill
-  for moe in ${PREFILL_MOES:-grouped_mm kernels}; do
+  for moe in ${PREFILL_MOES:-module kernels}; do
     timeout 240 python3 -m bench.engine_bench --skip-baseline --prefill-moe "$moe" --workspace-gb 24 \
       --pages 100 --step-batches 128 --throughput-docs 128 --brief rswa --sr-swa-blocks 0 \
       ${PREFILL_ARGS:-} --out "$OUTDIR/engine_bench_prefill_moe_$moe.json" \

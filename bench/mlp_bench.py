@@ -35,8 +35,8 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
 }
-ROUTERS = {  # routing (routing_kernels.RouterLaunch): in one kernel, or logits then top-k
-    "default": routing_kernels.ROUTER,
+ROUTERS: dict[str, routing_kernels.RouterLaunch | None] = {  # in one kernel, or logits then top-k
+    "default": None,  # routing_kernels.router_for(tokens)
     "fused_b128_s4": routing_kernels.RouterLaunch(block=128, stages=4),
     "fused_b64_s5": routing_kernels.RouterLaunch(block=64, stages=5),
     "fused_b32_s8": routing_kernels.RouterLaunch(block=32, stages=8),
@@ -114,7 +114,7 @@ def v1_layers(count: int, device: torch.device):  # type: ignore[no-untyped-def]
     return model.eval().model.language_model.layers
 
 
-def _route(ours: Any, h: torch.Tensor, launch: routing_kernels.RouterLaunch) -> Any:
+def _route(ours: Any, h: torch.Tensor, launch: routing_kernels.RouterLaunch | None) -> Any:
     return routing_kernels.route(h, ours.router, ours.top_k, ours.scale, launch)
 
 

@@ -141,7 +141,20 @@ class RouterLaunch:
     stages: int = 3
 
 
-ROUTER = RouterLaunch()
+FUSED = RouterLaunch()
+SPLIT_NARROW = RouterLaunch(fused=False, group=2, block=None)
+SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
+
+
+def router_for(tokens: int) -> RouterLaunch:
+    """Measured on the H200 (bench/mlp_bench.py, bench/RESULTS.md, run C): a decode step's
+    routing in two launches, the logits with whole rows of h, 2 experts a program up to 16
+    tokens (4.8 / 5.1 µs a layer at 1 / 16 against the fused kernel's 15.7), 8 at 128 (8.9
+    against 15.8: fewer programs re-reading h); a prefill's thousands of tokens in the fused
+    kernel, whose 16-token tensor-core tiles read the router's rows once per 16 tokens."""
+    if tokens <= 16:
+        return SPLIT_NARROW
+    return SPLIT_WIDE if tokens <= 128 else FUSED
 
 
 def route(
@@ -157,7 +170,7 @@ def route(
     experts = router.shape[0]
     ids = torch.empty(count, top_k, device=h.device, dtype=torch.int32)
     weights = torch.empty(count, top_k, device=h.device, dtype=torch.float32)
-    launch = launch or ROUTER
+    launch = launch or router_for(count)
     h = h.contiguous()
     if launch.fused:
         rows = 16  # tl.dot's least M

@@ -85,8 +85,8 @@ class Scheduler:
     # keep a waiting request out of a pool that running sequences do not fill.
     reclaim: Callable[[], bool] | None = None
     # Rows prefilled in one pass (unlimited_ocr.prefill_max_rows): the pass's activations grow
-    # with them (transformers' MoE in fp32 over every row's experts), the launches do not.
-    prefill_max_rows: int = 8192
+    # with them (the MoE's fp32 pairs, six a row), the launches do not.
+    prefill_max_rows: int = 16384
     # The token choice in choice_kernels while the runner's step runs in our kernels; torch's
     # ops once a launch of them fails (as the runner falls back for its step).
     _choice_kernels: bool = field(default=True, init=False)
