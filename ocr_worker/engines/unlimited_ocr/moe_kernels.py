@@ -96,8 +96,9 @@ def _pair_plan(ids_ptr, plan_ptr, pairs, EXPERTS: tl.constexpr, CHUNK: tl.conste
 
 @triton.jit
 def _plan_ids(ids_ptr, pair, pairs, EXPERTS: tl.constexpr):
-    """The experts of ``pair``, clamped to real ones (an id past the last would be lost, one
-    below 0 counted twice); EXPERTS, which no program owns, past the table's end."""
+    """The experts of ``pair``, clamped to real ones (an id outside them, a NaN token's, would
+    belong to no program: its pair lost, the starts after it wrong); EXPERTS, which no program
+    owns, past the table's end."""
     ids = tl.load(ids_ptr + pair, mask=pair < pairs, other=EXPERTS).to(tl.int32)
     return tl.where(pair < pairs, tl.minimum(tl.maximum(ids, 0), EXPERTS - 1), EXPERTS)
 
