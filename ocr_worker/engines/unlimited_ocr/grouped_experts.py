@@ -88,8 +88,9 @@ def _silu_mul(projected_ptr, act_ptr, INTER: tl.constexpr, BLOCK: tl.constexpr):
     dtype = act_ptr.dtype.element_ty
     gate = tl.load(projected_ptr + row * 2 * INTER + columns, mask=inside).to(tl.float32)
     up = tl.load(projected_ptr + row * 2 * INTER + INTER + columns, mask=inside).to(tl.float32)
-    silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
-    tl.store(act_ptr + row * INTER + columns, (silu * up).to(dtype), mask=inside)
+    tl.store(
+        act_ptr + row * INTER + columns, moe_kernels.silu_times_up(gate, up, dtype), mask=inside
+    )
 
 
 @triton.jit
@@ -108,6 +109,5 @@ def _weigh_into_pairs(
 def dense_mlp(h: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:
     """One SiLU-gated MLP (the shared experts) by cuBLAS: gate_up (2·I, hidden), down
     (hidden, I). Gate and up in one GEMM; each column is the same dot product as the
-    module's two, rounded once."""
-    gate, up = F.linear(h, gate_up).chunk(2, dim=-1)
-    return F.linear(F.silu(gate) * up, down)
+    module's two, rounded once; SiLU·up in one kernel, as the routed experts'."""
+    return F.linear(silu_mul(F.linear(h, gate_up)), down)

@@ -183,10 +183,16 @@ def _gate_up_tile(
         w_up = tl.load(weights + (INTER + n[:, None]) * HIDDEN + k[None, :])
         gate = tl.dot(x, tl.trans(w_gate), gate, input_precision=PRECISION)
         up = tl.dot(x, tl.trans(w_up), up, input_precision=PRECISION)
-    gate = gate.to(dtype).to(tl.float32)
-    silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
-    act = (silu * up.to(dtype).to(tl.float32)).to(dtype)
+    act = silu_times_up(gate.to(dtype).to(tl.float32), up.to(dtype).to(tl.float32), dtype)
     tl.store(act_ptr + pair[:, None] * INTER + n[None, :], act, mask=present[:, None])
+
+
+@triton.jit
+def silu_times_up(gate, up, dtype: tl.constexpr):
+    """SiLU(gate)·up as torch's two ops round them: gate and up are values of ``dtype`` held
+    in fp32; the SiLU is rounded to ``dtype``, then the product."""
+    silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
+    return (silu * up).to(dtype)
 
 
 @triton.jit
