@@ -21,7 +21,7 @@ from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 # sum around them (grouped_experts.py); "kernels", our expert kernels over a sorted pair table.
 # On the H200 a group's prefill took 7.3 ms of GPU work by grouped_mm, 10.0 by the module and
 # 10.9 by our kernels, and 128 documents ran 4% faster than by the module (bench/RESULTS.md,
-# run C).
+# run D).
 PREFILL_MOE = "grouped_mm"
 PREFILL_MOES = ("module", "grouped_mm", "kernels")
 

@@ -147,7 +147,8 @@ SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
 
 
 def router_for(tokens: int) -> RouterLaunch:
-    """Measured on the H200 (bench/mlp_bench.py, bench/RESULTS.md, run C): a decode step's
+    """Measured on the H200 (bench/mlp_bench.py, bench/RESULTS.md, run D; whole steps on an
+    H100 in run E, 0.93 ms against 1.04 at one sequence): a decode step's
     routing in two launches, the logits with whole rows of h, 2 experts a program up to 16
     tokens (4.8 / 5.1 µs a layer at 1 / 16 against the fused kernel's 15.7), 8 at 128 (8.9
     against 15.8: fewer programs re-reading h); a prefill's thousands of tokens in the fused
