@@ -219,6 +219,7 @@ class Engine:
         self.workspace.peak_used = self.workspace.num_used
         base = torch.cuda.memory_allocated() if self.device.type == "cuda" else 0
         torch.cuda.reset_peak_memory_stats() if self.device.type == "cuda" else None
+        self.loop.call(lambda: None)  # ends the loop's idle wait, so none of it counts here
         steps_before, clock_before = self.steps(), clock.totals()
         sync(self.device)
         started = time.perf_counter()
@@ -240,6 +241,9 @@ class Engine:
             # Neither: the loop waiting for documents' next groups, and its bookkeeping
             # between steps (admitting, retiring).
             "between_s": round(elapsed - spent.get("prefill", 0.0) - spent.get("decode", 0.0), 2),
+            "idle_s": round(spent.get("idle", 0.0), 2),  # of between_s: no request to run
+            "mean_step_rows": round(spent.get("step_rows", 0) / max(1, spent.get("steps", 0)), 1),
+            "prefill_passes": int(spent.get("prefill_passes", 0)),
             "kv_per_seq_gb": self.workspace.peak_used * block_bytes / documents / GB,
             # False: a kernel failed and the run finished on torch's ops
             "fused_kernels": self.runner.fused is not None,
@@ -252,6 +256,27 @@ class Engine:
 
     def steps(self) -> int:
         return self.scheduler.steps
+
+    def record_timeline(self) -> list[tuple[str, float, float, int]]:
+        """From now on, each step and prefill pass of the loop: (kind, start, seconds, rows),
+        the seconds the host spent (launches, and waiting where the host reads the GPU)."""
+        events: list[tuple[str, float, float, int]] = []
+        runner = self.runner
+
+        def timed(kind, call, size):  # type: ignore[no-untyped-def]
+            def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+                started = time.perf_counter()
+                try:
+                    return call(*args, **kwargs)
+                finally:
+                    now = time.perf_counter()
+                    events.append((kind, round(started, 5), round(now - started, 5), size(args)))
+
+            return wrapper
+
+        runner.decode = timed("step", runner.decode, lambda a: len(a[0]))  # type: ignore[method-assign]
+        runner.prefill_many = timed("prefill", runner.prefill_many, lambda a: len(a[0]))  # type: ignore[method-assign]
+        return events
 
     def step_ms(self, sequences: int, pages: int, steps: int) -> float:
         """Steady decode: ``sequences`` groups of ``pages`` pages, timed over ``steps`` steps."""
@@ -318,6 +343,9 @@ def main() -> None:
         "--prefill-max-rows", type=int, default=0, help="rows a prefill pass (0: the default)"
     )
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--timeline", type=Path, help="write each throughput run's steps and prefills (JSON)"
+    )
     args = parser.parse_args()
     fused_step.PREFILL_MOE = args.prefill_moe
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -362,7 +390,12 @@ def main() -> None:
         every = {1, args.concurrency, *args.throughput_docs}
         for docs in sorted(set(args.throughput_docs) if brief else every):
             engine.scheduler.max_concurrency = max(args.concurrency, docs)
+            timeline = engine.record_timeline() if args.timeline and docs > 1 else None
             results[f"{rule}_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
+            if timeline is not None:
+                path = args.timeline.with_name(f"{args.timeline.stem}_{rule}_{docs}.json")
+                path.write_text(json.dumps(timeline))
+                engine.runner.__dict__.pop("decode"), engine.runner.__dict__.pop("prefill_many")
             print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
         if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency

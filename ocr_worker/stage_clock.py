@@ -5,7 +5,8 @@ and say little; the sums say which stage holds the card back. Stages: ``render``
 pixels), ``vision`` (the vision tower), ``prefill`` and ``decode`` (the decode loop's GPU work),
 ``idle`` (the decode loop waiting for a request: the GPU has nothing to do), ``store`` (results
 to Postgres and object storage). Counts, not seconds: ``tokens`` (decoded tokens), ``steps``
-(decode steps) and ``step_rows`` (sequences summed over steps: the mean batch of a step).
+(decode steps), ``step_rows`` (sequences summed over steps: the mean batch of a step) and
+``prefill_passes`` (the prefills the loop ran, each for the groups admitted together).
 Logged with every finished page group (``page_group.finished``, field ``stage_totals``) and
 read by bench/gpu_service_bench.
 """
@@ -41,6 +42,6 @@ class StageClock:
             return {stage: round(value, 3) for stage, value in self._totals.items()}
 
 
-COUNTS = ("tokens", "steps", "step_rows")  # the totals that are not seconds
+COUNTS = ("tokens", "steps", "step_rows", "prefill_passes")  # the totals that are not seconds
 
 clock = StageClock()  # one per process: a GPU worker is one process per card

@@ -198,6 +198,7 @@ class Scheduler:
                     first = self._feed(sequence, list(request.already_generated))
                 self._sample(sequence, request, first)
         clock.add("tokens", len(admitted))
+        clock.add("prefill_passes", 1)
 
     def _allocate(self, request: DecodeRequest) -> Sequence | None:
         sizes = [n.embeds.shape[0] for n in request.new] + [self.window]

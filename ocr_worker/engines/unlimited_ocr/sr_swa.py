@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
@@ -28,7 +29,9 @@ class KeyPool(Protocol):
 
     k_pool: torch.Tensor  # (layers, rows, heads, head_dim)
 
-    def rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> torch.Tensor: ...
+    def host_rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> np.ndarray: ...
+
+    def to_device(self, host: np.ndarray) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,10 @@ class BlockSelector:
         if plan is None:
             return None  # the budget covers everything: plain R-SWA
         best = self._best(runner, layer, q, plan.candidates)
-        ring = runner.rows(sequence.ring, sequence.window)[: sequence.valid_ring_slots_after_feed()]
-        return torch.cat([runner.rows(block) for block in plan.always + best] + [ring])
+        ring = runner.host_rows(sequence.ring, sequence.window)
+        ring = ring[: sequence.valid_ring_slots_after_feed()]
+        chosen = [runner.host_rows(block) for block in plan.always + best]
+        return runner.to_device(np.concatenate([*chosen, ring]))
 
     def _candidates(
         self, sequence: Sequence
@@ -130,14 +135,19 @@ class BlockSelector:
     ) -> list[WorkspaceBlocks]:
         if len(blocks) <= self.settings.max_blocks:
             return blocks
-        scores = []
-        for block in blocks:
-            keys = runner.k_pool[layer, runner.rows(block)].float()  # (n, H, D)
-            low, high = keys.min(0).values, keys.max(0).values  # (H, D)
-            qf = q.float()
-            scores.append(torch.maximum(qf * low, qf * high).sum())
-        keep = torch.stack(scores).topk(self.settings.max_blocks).indices.sort().values
+        # Every block's rows in one (blocks, block_size) table; a partial block repeats its
+        # first row in the unused slots, which leaves its key bounds as they are.
+        table = np.stack([_padded(runner.host_rows(block), self.block_size) for block in blocks])
+        keys = runner.k_pool[layer, runner.to_device(table)].float()  # (n, block_size, H, D)
+        low, high = keys.amin(1), keys.amax(1)  # (n, H, D)
+        qf = q.float()
+        scores = torch.maximum(qf * low, qf * high).sum((1, 2))
+        keep = scores.topk(self.settings.max_blocks).indices.sort().values
         return [blocks[i] for i in keep.tolist()]
+
+
+def _padded(rows: np.ndarray, size: int) -> np.ndarray:
+    return np.concatenate([rows, np.repeat(rows[:1], size - rows.size)])
 
 
 def _split(blocks: WorkspaceBlocks, block_size: int) -> list[WorkspaceBlocks]:
