@@ -135,7 +135,11 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
     from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
 
     options = SimpleNamespace(
-        workspace_gb=4.0, block_size=32, concurrency=3, group_size=args.pages, no_cuda_graphs=True
+        workspace_gb=4.0,
+        block_size=32,
+        concurrency=max(3, args.pass_groups),
+        group_size=args.pages,
+        no_cuda_graphs=True,
     )
     engine = Engine(model, options, device, dtype, 0)
     hidden = model.config.text_config.hidden_size
@@ -186,6 +190,15 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
                 admit(999)
                 sync(device)
             result[f"kernels{suffix}"] = kernel_table(prof, 1)
+    if fused is not None:
+        fused.prefill_moe = fused_step.PREFILL_MOE
+    if device.type == "cuda" and args.pass_groups:
+        # A full pass, as a backlog's groups are admitted: its kernels per group.
+        admit(2000, groups=args.pass_groups)  # warm-up: a shape of its own
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            admit(3000, groups=args.pass_groups)
+            sync(device)
+        result["kernels_pass"] = kernel_table(prof, args.pass_groups)
     return result
 
 
@@ -239,6 +252,9 @@ def main() -> None:
     parser.add_argument("--no-cuda-graphs", action="store_true")
     parser.add_argument("--skip-vision", action="store_true")
     parser.add_argument("--moe-merge", choices=fused_mlp.MOE_MERGES)
+    parser.add_argument(
+        "--pass-groups", type=int, default=7, help="groups in the profiled prefill pass (0: none)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.moe_merge:  # where the MoE's shared experts run (fused_mlp.MOE_MERGE)
@@ -269,6 +285,16 @@ def main() -> None:
             print(f"  MoE {moe}: {table['gpu_us_per_step'] / 1000:.2f} ms GPU busy")
             for name, cell in table["families"].items():
                 print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
+    if "kernels_pass" in pre:
+        table = pre["kernels_pass"]
+        print(
+            f"  a pass of {args.pass_groups} groups, MoE {fused_step.PREFILL_MOE}: "
+            f"{table['gpu_us_per_step'] / 1000:.2f} ms GPU busy a group"
+        )
+        for name, cell in table["families"].items():
+            print(f"  {name:<26}{cell['count']:>8.0f} kernels {cell['us'] / 1000:>8.3f} ms")
+        for name, cell in list(table["top"].items())[:14]:
+            print(f"    {cell['us']:>9.0f} us {cell['count']:>5.1f}x  {name}")
     if not args.skip_vision:
         results["vision"] = vision = vision_profile(model, args, device)
         print(f"\nvision: preprocess {vision['preprocess_ms_per_page']:.1f} ms per page")
