@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass
 from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 
 # How a prefill runs its MoE layers: "module", transformers' own (its sort, gathers, grouped
@@ -82,7 +82,7 @@ class FusedStep:
         k_pool: torch.Tensor,
         v_pool: torch.Tensor,
         new_rows: torch.Tensor,  # (T,) where the new rows' k and v go
-        parts: list[PrefillPart],  # each sequence's tokens, and the rows they attend to
+        packed: PrefillPass,  # each sequence's tokens, and the rows they attend to
     ) -> torch.Tensor:
         """Prefills with the step's norm, QKV and RoPE kernels: a group's prefill is ~1,500
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
@@ -93,9 +93,7 @@ class FusedStep:
         for index, layer in enumerate(self.layers):
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
             q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
-            out = torch.cat(
-                [p.attend(q, k_pool[index][p.rows], v_pool[index][p.rows]) for p in parts]
-            )  # (T, H, D)
+            out = packed.attend(q, k_pool[index], v_pool[index])  # (T, H, D)
             post = layer.post_attention_layernorm
             x, h = kernels.add_rms_norm(
                 x, layer.self_attn.o_proj(out.flatten(1)), post.weight, post.variance_epsilon
@@ -108,7 +106,7 @@ class FusedStep:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
-        return self.lm_head(h[[p.end - 1 for p in parts]]).float()
+        return self.lm_head(h[[p.end - 1 for p in packed.parts]]).float()
 
     def _norm_after(self, index: int) -> Any:
         """The RMSNorm after layer ``index``'s MLP: the next layer's input norm, or the last."""

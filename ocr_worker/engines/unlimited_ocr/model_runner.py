@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
 from ocr_worker.engines.unlimited_ocr.sampling import on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
@@ -168,6 +168,12 @@ class ModelRunner:
             size = part.rows.size
             parts.append(PrefillPart(part.start, part.end, on_card[at : at + size], part.past))
             at += size
+        queries = [p.end - p.start for p in hosted]
+        keys = [p.rows.size for p in hosted]
+        bounds = self.to_device(np.cumsum([[0] + queries, [0] + keys], axis=1, dtype=np.int32))
+        packed = PrefillPass(
+            parts, on_card[2 * start :], (bounds[0], bounds[1]), (max(queries), max(keys))
+        )
         embeds = torch.cat([e for _, _, segments in items for e in segments])  # (T, hidden)
         cos, sin = self.rotary(placed)
         self.prefill_rows_computed += start
@@ -175,7 +181,7 @@ class ModelRunner:
         if self.fused is not None:
             try:
                 return self.fused.prefill(
-                    embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, parts
+                    embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, packed
                 )
             except torch.cuda.OutOfMemoryError:  # the kernels are not at fault: keep them
                 raise
@@ -186,9 +192,7 @@ class ModelRunner:
         for index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x[0], cos, sin)  # (T, H, D) each
             self.k_pool[index, written], self.v_pool[index, written] = k, v
-            out = torch.cat(
-                [p.attend(q, self.k_pool[index, p.rows], self.v_pool[index, p.rows]) for p in parts]
-            )  # (T, H, D)
+            out = packed.attend(q, self.k_pool[index], self.v_pool[index])  # (T, H, D)
             x = self._finish_layer(layer, x, out.reshape(1, start, -1))
         return self._logits(x[0, [p.end - 1 for p in parts]])
 

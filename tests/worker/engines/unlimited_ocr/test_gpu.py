@@ -250,3 +250,40 @@ def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(
     )[:, :, 0].float()
     error = ((got - expected).norm() / expected.norm()).item()
     assert error < 1e-2, (chosen, error)
+
+
+def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
+    """A pass of three groups, as the scheduler packs them: one with no past (causal over its
+    own rows), two with past rows (a boundary page, read in full, then causal): the varlen
+    flash launch gives each part SDPA's values over its own rows. A part that saw another's
+    rows, or a mask aligned to the wrong corner, is off by ~100% on the rows it changes."""
+    from ocr_worker.engines.unlimited_ocr import prefill_part
+    from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
+
+    gen = torch.Generator(device=DEVICE).manual_seed(3)
+    k_pool, v_pool = (
+        torch.randn(9000, 10, 128, device=DEVICE, generator=gen, dtype=torch.bfloat16)
+        for _ in range(2)
+    )
+    pool = torch.randperm(9000, device=DEVICE, generator=gen)
+    shapes = [(0, 1917), (274, 1916), (274, 700)]  # (past rows, new rows) of each part
+    parts, start, taken = [], 0, 0
+    for past, new in shapes:
+        rows = pool[taken : taken + past + new]
+        parts.append(PrefillPart(start, start + new, rows, past))
+        start, taken = start + new, taken + past + new
+    q = torch.randn(start, 10, 128, device=DEVICE, generator=gen, dtype=torch.bfloat16)
+    queries, keys = [new for _, new in shapes], [past + new for past, new in shapes]
+    bounds = torch.tensor(
+        [[0, *torch.tensor(queries).cumsum(0)], [0, *torch.tensor(keys).cumsum(0)]],
+        device=DEVICE,
+        dtype=torch.int32,
+    )
+    packed = PrefillPass(parts, pool[:taken], (bounds[0], bounds[1]), (max(queries), max(keys)))
+    got = packed.attend(q, k_pool, v_pool).float()
+    assert prefill_part._varlen, "the varlen kernel failed: the loop ran instead"
+    expected = torch.cat([p.attend(q, k_pool[p.rows], v_pool[p.rows]) for p in parts]).float()
+    for part in parts:
+        mine = slice(part.start, part.end)
+        error = ((got[mine] - expected[mine]).norm() / expected[mine].norm()).item()
+        assert error < 1e-2, (part.past, error)
