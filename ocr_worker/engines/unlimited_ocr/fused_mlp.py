@@ -84,10 +84,12 @@ class _MoeMlp:
         """(x + self(h), norm(x + self(h))): the sum of the experts, the residual add and the
         next RMSNorm in one kernel. ``grouped_mm``: the experts' GEMMs by torch's grouped GEMM
         and cuBLAS instead of our kernels (grouped_experts.py: a prefill's thousands of tokens)."""
+        if grouped_mm:
+            return self._grouped_add_and_norm(x, h, norm)
         merge = self._layout(h)
-        if merge == "none" and not grouped_mm:
+        if merge == "none":
             return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
-        routed, shared = self._grouped(h) if grouped_mm else self._experts(h, merge)
+        routed, shared = self._experts(h, merge)
         return kernels.combine_add_rms_norm(
             routed, shared, self.top_k, x, norm.weight, norm.variance_epsilon
         )
@@ -97,10 +99,15 @@ class _MoeMlp:
         assert merge in MOE_MERGES, merge
         return merge
 
-    def _grouped(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _grouped_add_and_norm(
+        self, x: torch.Tensor, h: torch.Tensor, norm: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)
-        routed = grouped_experts(h, self.gate_up, self.down, ids, weights)
-        return routed, dense_mlp(h, self.shared_gate_up[0], self.shared_down[0])
+        rows, slots = grouped_experts(h, self.gate_up, self.down, ids)
+        shared = dense_mlp(h, self.shared_gate_up[0], self.shared_down[0])
+        return kernels.combine_add_rms_norm(
+            rows, shared, self.top_k, x, norm.weight, norm.variance_epsilon, (slots, weights)
+        )
 
     def _experts(self, h: torch.Tensor, merge: str) -> tuple[torch.Tensor, torch.Tensor]:
         ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)

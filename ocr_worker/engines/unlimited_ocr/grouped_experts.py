@@ -33,12 +33,12 @@ def grouped_experts(
     gate_up: torch.Tensor,  # (E, 2·I, hidden), the gate rows first
     down: torch.Tensor,  # (E, hidden, I)
     ids: torch.Tensor,  # (N, top_k) chosen experts
-    weights: torch.Tensor,  # (N, top_k) fp32 routing weights
-) -> torch.Tensor:
-    """Each token through its chosen experts: (N·top_k, hidden) fp32 weighted pairs, in the
-    top-k table's order, as moe_kernels.expert_mlp returns them for combine."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each token through its chosen experts: the (N·top_k, hidden) rows in the grouped order,
+    unweighted, in h's dtype, and each pair's row among them (its slot), the form
+    moe_kernels.combine_add_rms_norm weighs and sums as it reads (``gathered``)."""
     experts, top_k = down.shape[0], ids.shape[1]
-    plan = moe_kernels.pair_plan(ids, experts)
+    plan, slots = moe_kernels.pair_plan_and_slots(ids, experts)
     # Where each expert's pairs end: grouped_mm's offsets, copied to a tensor of their own (a
     # view one int32 into the plan would be misaligned for the kernel's vector loads).
     ends = plan[1 : experts + 1].clone()
@@ -46,8 +46,7 @@ def grouped_experts(
     # index_select's gather, not h[...]'s indexing kernel: a third of its time on the H200
     tokens = h.index_select(0, order // top_k)
     projected = _grouped_mm(tokens, gate_up.transpose(1, 2), offs=ends)
-    out = _grouped_mm(silu_mul(projected), down.transpose(1, 2), offs=ends)  # (pairs, hidden)
-    return weigh_into_pairs(out, order, weights)
+    return _grouped_mm(silu_mul(projected), down.transpose(1, 2), offs=ends), slots
 
 
 def silu_mul(projected: torch.Tensor) -> torch.Tensor:
@@ -62,24 +61,6 @@ def silu_mul(projected: torch.Tensor) -> torch.Tensor:
     return act
 
 
-def weigh_into_pairs(out: torch.Tensor, order: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """The grouped rows back in the top-k table's order, each times its routing weight in
-    fp32 (a bf16 row times an fp32 weight, as transformers weighs them): one kernel where
-    indexing, a broadcast multiply and an index_put took three."""
-    rows, hidden = out.shape
-    pairs = torch.empty(rows, hidden, device=out.device, dtype=torch.float32)
-    if rows:
-        _weigh_into_pairs[(rows,)](
-            out,
-            order,
-            weights.contiguous(),
-            pairs,
-            HIDDEN=hidden,
-            BLOCK=triton.next_power_of_2(hidden),
-        )
-    return pairs
-
-
 @triton.jit
 def _silu_mul(projected_ptr, act_ptr, INTER: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -91,19 +72,6 @@ def _silu_mul(projected_ptr, act_ptr, INTER: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(
         act_ptr + row * INTER + columns, moe_kernels.silu_times_up(gate, up, dtype), mask=inside
     )
-
-
-@triton.jit
-def _weigh_into_pairs(
-    out_ptr, order_ptr, weights_ptr, pairs_ptr, HIDDEN: tl.constexpr, BLOCK: tl.constexpr
-):
-    row = tl.program_id(0).to(tl.int64)
-    pair = tl.load(order_ptr + row).to(tl.int64)
-    weight = tl.load(weights_ptr + pair)
-    columns = tl.arange(0, BLOCK)
-    inside = columns < HIDDEN
-    value = tl.load(out_ptr + row * HIDDEN + columns, mask=inside).to(tl.float32)
-    tl.store(pairs_ptr + pair * HIDDEN + columns, value * weight, mask=inside)
 
 
 def dense_mlp(h: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:

@@ -67,9 +67,18 @@ PLAN_CHUNK = 4096  # pairs a _pair_plan program reads at a time: 4 passes at a p
 
 
 @triton.jit
-def _pair_plan(ids_ptr, plan_ptr, pairs, EXPERTS: tl.constexpr, CHUNK: tl.constexpr):
+def _pair_plan(
+    ids_ptr,
+    plan_ptr,
+    slots_ptr,
+    pairs,
+    EXPERTS: tl.constexpr,
+    CHUNK: tl.constexpr,
+    SLOTS: tl.constexpr,
+):
     """One program an expert: where its pairs start (the pairs routed to a lower expert), then
-    its pairs' indices, in pair order, at their place in the grouped list."""
+    its pairs' indices, in pair order, at their place in the grouped list. SLOTS: also each
+    pair's place, at the pair's index (the inverse of the grouped list)."""
     expert = tl.program_id(0)
     offsets = tl.arange(0, CHUNK)
     # while, not range: a bound read at run time (the pair count varies, the kernel is compiled
@@ -90,6 +99,8 @@ def _pair_plan(ids_ptr, plan_ptr, pairs, EXPERTS: tl.constexpr, CHUNK: tl.conste
         mine = (_plan_ids(ids_ptr, pair, pairs, EXPERTS) == expert).to(tl.int32)
         place = seen + tl.cumsum(mine, axis=0) - 1
         tl.store(plan_ptr + EXPERTS + 1 + place, pair, mask=mine > 0)
+        if SLOTS:
+            tl.store(slots_ptr + pair, place, mask=mine > 0)
         seen += tl.sum(mine)
         start += CHUNK
 
@@ -109,10 +120,28 @@ def pair_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
     of the flattened table) grouped by expert, in pair order within each. int32, on the
     device, in one launch with no host sync: a stable counting sort, where torch's argsort,
     histogram and scan took a dozen launches a layer (bench/RESULTS.md)."""
+    return _planned(ids, experts, None)
+
+
+def pair_plan_and_slots(ids: torch.Tensor, experts: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``pair_plan``, and where each pair of the top-k table landed in the grouped list
+    (int32, (N·top_k,)): the rows combine reads a pair from, in the same launch."""
+    slots = torch.empty(ids.numel(), dtype=torch.int32, device=ids.device)
+    return _planned(ids, experts, slots), slots
+
+
+def _planned(ids: torch.Tensor, experts: int, slots: torch.Tensor | None) -> torch.Tensor:
     pairs = ids.numel()
     plan = torch.empty(experts + 1 + pairs, dtype=torch.int32, device=ids.device)
     _pair_plan[(experts,)](
-        ids.contiguous(), plan, pairs, EXPERTS=experts, CHUNK=PLAN_CHUNK, num_warps=8
+        ids.contiguous(),
+        plan,
+        plan if slots is None else slots,
+        pairs,
+        EXPERTS=experts,
+        CHUNK=PLAN_CHUNK,
+        SLOTS=slots is not None,
+        num_warps=8,
     )
     return plan
 
@@ -374,6 +403,8 @@ def _down(
 @triton.jit
 def _combine(
     routed_ptr,
+    slots_ptr,
+    pair_weights_ptr,
     shared_ptr,
     x_ptr,
     norm_weight_ptr,
@@ -384,19 +415,29 @@ def _combine(
     TOP_K: tl.constexpr,
     BLOCK: tl.constexpr,
     ADD_NORM: tl.constexpr,
+    GATHERED: tl.constexpr,
 ):
     """The layer's output, round(Σ_k routed[t, k]) + shared[t], as transformers sums and adds
     them. ADD_NORM: then the residual add and the next RMSNorm, as triton_kernels.add_rms_norm
-    rounds them, so the output never makes a round trip through memory."""
-    n = tl.program_id(0)
+    rounds them, so the output never makes a round trip through memory. GATHERED: routed holds
+    the experts' unweighted rows in the grouped order; pair t·TOP_K + k is row slots[...] times
+    its fp32 weight, the product rounded to fp32 (launched without FMA contraction) as the
+    weighted pairs were."""
+    n = tl.program_id(0).to(tl.int64)
     columns = tl.arange(0, BLOCK)
     inside = columns < HIDDEN
     dtype = out_ptr.dtype.element_ty
     total = tl.zeros((BLOCK,), tl.float32)
     for choice in tl.static_range(TOP_K):
-        total += tl.load(
-            routed_ptr + (n * TOP_K + choice) * HIDDEN + columns, mask=inside, other=0.0
-        )
+        if GATHERED:
+            slot = tl.load(slots_ptr + n * TOP_K + choice).to(tl.int64)
+            weight = tl.load(pair_weights_ptr + n * TOP_K + choice)
+            row = tl.load(routed_ptr + slot * HIDDEN + columns, mask=inside, other=0.0)
+            total += row.to(tl.float32) * weight
+        else:
+            total += tl.load(
+                routed_ptr + (n * TOP_K + choice) * HIDDEN + columns, mask=inside, other=0.0
+            )
     shared = tl.load(shared_ptr + n * HIDDEN + columns, mask=inside, other=0.0).to(tl.float32)
     delta = (total.to(dtype).to(tl.float32) + shared).to(dtype)
     if ADD_NORM:
@@ -558,11 +599,16 @@ def combine_add_rms_norm(
     x: torch.Tensor,
     weight: torch.Tensor,
     eps: float,
+    gathered: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``combine``, added to the residual stream x and normalised in the same kernel: returns
-    (x + layer output, RMSNorm of it), as triton_kernels.add_rms_norm(x, combine(...))."""
+    (x + layer output, RMSNorm of it), as triton_kernels.add_rms_norm(x, combine(...)).
+    ``gathered``: (slots, weights) of pair_plan_and_slots and the router, routed being the
+    experts' unweighted rows in the grouped order (grouped_experts.py): each pair weighed as
+    it is read, with no fp32 table of weighted pairs written and read back."""
     summed, out = torch.empty_like(shared), torch.empty_like(shared)
-    _combine_launch(routed, shared.contiguous(), top_k, out, (x.contiguous(), weight, eps, summed))
+    add_norm = (x.contiguous(), weight, eps, summed)
+    _combine_launch(routed, shared.contiguous(), top_k, out, add_norm, gathered)
     return summed, out
 
 
@@ -572,11 +618,15 @@ def _combine_launch(
     top_k: int,
     out: torch.Tensor,
     add_norm: tuple[torch.Tensor, torch.Tensor, float, torch.Tensor] | None = None,
+    gathered: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> None:
     count, hidden = shared.shape
     x, weight, eps, summed = add_norm or (shared, shared, 0.0, out)
+    slots, pair_weights = gathered or (routed, routed)
     _combine[(count,)](
         routed,
+        slots,
+        pair_weights.contiguous(),
         shared,
         x,
         weight,
@@ -587,6 +637,8 @@ def _combine_launch(
         TOP_K=top_k,
         BLOCK=triton.next_power_of_2(hidden),
         ADD_NORM=add_norm is not None,
+        GATHERED=gathered is not None,
+        enable_fp_fusion=gathered is None,
     )
 
 

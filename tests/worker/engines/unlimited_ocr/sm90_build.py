@@ -45,6 +45,17 @@ DOWN_POINTERS = dict(
 ATTENTION_POINTERS = dict(
     q_ptr=BF16, k_ptr=BF16, v_ptr=BF16, rows_ptr="*i64", valid_ptr="*u8", part_ptr=F32, scale="fp32"
 )
+COMBINE_POINTERS = dict(
+    routed_ptr=F32,
+    slots_ptr=I32,
+    pair_weights_ptr=F32,
+    shared_ptr=BF16,
+    x_ptr=BF16,
+    norm_weight_ptr=BF16,
+    summed_ptr=BF16,
+    out_ptr=BF16,
+    eps="fp32",
+)
 LAYOUTS = {"routed and shared": (True, True), "routed": (True, False), "shared": (False, True)}
 
 
@@ -192,19 +203,11 @@ def step_kernels() -> dict[str, int]:
         dict(EXPERTS=experts, EXPERTS_POW2=triton.next_power_of_2(experts), TOP_K=top_k),
         launch,
     )
-    combine = dict(
-        routed_ptr=F32,
-        shared_ptr=BF16,
-        x_ptr=BF16,
-        norm_weight_ptr=BF16,
-        summed_ptr=BF16,
-        eps="fp32",
-    )
     for add_norm in (True, False):
         built[f"experts' sum ADD_NORM={add_norm}"] = shared_memory(
             kernels._combine,
-            {**combine, "out_ptr": BF16},
-            dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=row, ADD_NORM=add_norm),
+            COMBINE_POINTERS,
+            dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=row, ADD_NORM=add_norm, GATHERED=False),
             launch,
         )
     built["step inputs"] = shared_memory(
@@ -243,30 +246,40 @@ def step_kernels() -> dict[str, int]:
 
 
 def prefill_kernels() -> dict[str, int]:
-    """A prefill's own MoE kernels (the grouped_mm path): the pair plan's counting sort,
-    SiLU(gate)·up, and the pairs weighed back into the top-k table's order."""
+    """A prefill's own MoE kernels (the grouped_mm path): the pair plan's counting sort (and
+    the steps' sorted table, without slots), SiLU(gate)·up, and the experts' sum reading the
+    grouped rows through the slots."""
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
     launch = kernels.Tiles()
-    return {
-        "pair plan": shared_memory(
+    plan = dict(EXPERTS=V1.n_routed_experts, CHUNK=kernels.PLAN_CHUNK)
+    built = {
+        f"pair plan SLOTS={slots}": shared_memory(
             kernels._pair_plan,
-            dict(ids_ptr=I32, plan_ptr=I32),
-            dict(EXPERTS=V1.n_routed_experts, CHUNK=kernels.PLAN_CHUNK),
+            dict(ids_ptr=I32, plan_ptr=I32, slots_ptr=I32),
+            {**plan, "SLOTS": slots},
             kernels.Tiles(warps=8),
-        ),
-        "silu times up": shared_memory(
-            grouped._silu_mul,
-            dict(projected_ptr=BF16, act_ptr=BF16),
-            dict(INTER=inter, BLOCK=triton.next_power_of_2(inter)),
-            launch,
-        ),
-        "pairs weighed": shared_memory(
-            grouped._weigh_into_pairs,
-            dict(out_ptr=BF16, order_ptr=I32, weights_ptr=F32, pairs_ptr=F32),
-            dict(HIDDEN=hidden, BLOCK=triton.next_power_of_2(hidden)),
-            launch,
-        ),
+        )
+        for slots in (True, False)
     }
+    built["silu times up"] = shared_memory(
+        grouped._silu_mul,
+        dict(projected_ptr=BF16, act_ptr=BF16),
+        dict(INTER=inter, BLOCK=triton.next_power_of_2(inter)),
+        launch,
+    )
+    built["experts' sum, gathered"] = shared_memory(
+        kernels._combine,
+        {**COMBINE_POINTERS, "routed_ptr": BF16},
+        dict(
+            HIDDEN=hidden,
+            TOP_K=int(V1.num_experts_per_tok or 1),
+            BLOCK=triton.next_power_of_2(hidden),
+            ADD_NORM=True,
+            GATHERED=True,
+        ),
+        launch,
+    )
+    return built
 
 
 def main() -> None:

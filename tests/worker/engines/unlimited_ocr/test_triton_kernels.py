@@ -276,6 +276,10 @@ def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order() -> None
     assert ids.numel() > kernels_moe().PLAN_CHUNK
     assert torch.equal(plan[:65].long(), starts)
     assert torch.equal(plan[65:].long(), torch.argsort(flat, stable=True))
+    # and where each pair landed, which the experts' sum reads it from
+    same, slots = kernels_moe().pair_plan_and_slots(ids, 64)
+    assert torch.equal(same, plan)
+    assert torch.equal(plan[65:].long()[slots.long()], torch.arange(ids.numel()))
 
 
 @pytest.mark.parametrize("tokens", [3, 150])  # most experts idle (empty groups); all busy
@@ -456,14 +460,14 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     fused.prefill_moe = prefill_moe
     sorted_steps = prefill_moe == "kernels"
     monkeypatch.setattr(kernels_moe(), "SORT_PAIRS_ABOVE", 0 if sorted_steps else 10**6)
-    plans = []  # the sorted pair tables built
-    pair_plan = kernels_moe().pair_plan
+    plans = []  # the sorted pair tables built (the grouped_mm prefill's with their slots)
+    planned = kernels_moe()._planned
 
-    def counted_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
+    def counted_plan(ids: torch.Tensor, experts: int, slots: torch.Tensor | None) -> torch.Tensor:
         plans.append(ids)
-        return pair_plan(ids, experts)  # type: ignore[no-any-return]
+        return planned(ids, experts, slots)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(kernels_moe(), "pair_plan", counted_plan)
+    monkeypatch.setattr(kernels_moe(), "_planned", counted_plan)
 
     calls = {"step": 0, "prefill": 0}
     real = fused  # narrowed: not None
