@@ -92,8 +92,8 @@ class ModelRunner:
     # -- rows and rotary --------------------------------------------------------------------
 
     # Row indices are built on the host and copied once, through pinned memory: a
-    # ``torch.tensor(..., device=cuda)`` per segment would copy from pageable memory, which
-    # waits for the step in flight, a hundred times per batch of 128 sequences.
+    # ``torch.tensor(..., device=cuda)`` per segment copies from pageable memory, which waits
+    # for the step in flight, ~1,300 times for a batch of 128 sequences.
 
     def rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> torch.Tensor:
         return self.to_device(self.host_rows(blocks, count))
@@ -382,6 +382,7 @@ class ModelRunner:
 @functools.lru_cache(maxsize=16384)
 def _block_rows(block_ids: tuple[int, ...], block_size: int, count: int) -> np.ndarray:
     """Cached: a batch is rebuilt whenever a sequence joins or leaves, from the same segments
-    (~1,300 at 128 sequences). Numpy: on the host its small ops cost a tenth of torch's."""
+    (~1,300 at 128 sequences). In numpy: a batch of 128 sequences is built in 1.7 ms, where
+    torch's small CPU ops took 56."""
     ids = np.asarray(block_ids, dtype=np.int64)
     return (ids[:, None] * block_size + np.arange(block_size)).reshape(-1)[:count]

@@ -40,8 +40,9 @@ class PrefillPart:
 @dataclass(frozen=True)
 class PrefillPass:
     """Every part of one prefill pass, packed for a single variable-length flash attention
-    launch a layer. A loop over the parts (two gathers, a causal bias and SDPA each) cost the
-    host ~20 ms a pass of 8 groups on the H100, as long as the pass's GPU work."""
+    launch a layer. With a loop over the parts (two gathers, a causal bias and SDPA each), a
+    pass of 8 groups took an H100's host 48 ms to launch, more than its ~41 ms of GPU work;
+    with one launch, 36.5 ms (bench/RESULTS.md, runs F2 and F3)."""
 
     parts: list[PrefillPart]
     rows: torch.Tensor  # every part's rows, one part after another

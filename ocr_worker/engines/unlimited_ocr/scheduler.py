@@ -168,8 +168,8 @@ class Scheduler:
     def _admit(self) -> None:
         """Every waiting request that fits, prefilled together (up to ``prefill_max_rows`` rows
         a pass): the groups of one vision call arrive together. Each pass's first tokens are
-        read once every pass is launched, so the card never waits for the host between passes
-        (it did, ~5 ms a pass on the H100)."""
+        read once every pass is launched, so the card does not wait for the host's bookkeeping
+        between passes (~5 ms a pass on an H100 in run F1, bench/RESULTS.md)."""
         launched: list[Launched] = []
         self._admit_passes(launched)  # a pass that fails leaves every request to abort_all
         for first_tokens in launched:
