@@ -41,7 +41,7 @@ class PrefillPart:
 class PrefillPass:
     """Every part of one prefill pass, packed for a single variable-length flash attention
     launch a layer. With a loop over the parts (two gathers, a causal bias and SDPA each), a
-    pass of 8 groups took an H100's host 48 ms to launch, more than its ~41 ms of GPU work;
+    pass of 8 groups took an H100's host 48 ms to launch, more than its ~45 ms of GPU work;
     with one launch, 36.5 ms (bench/RESULTS.md, runs F2 and F3)."""
 
     parts: list[PrefillPart]
@@ -52,7 +52,7 @@ class PrefillPass:
     def attend(self, q: torch.Tensor, k_layer: torch.Tensor, v_layer: torch.Tensor) -> torch.Tensor:
         """q: (T, H, D) of the pass; k_layer/v_layer: (pool rows, H, D) -> (T, H, D)."""
         global _varlen
-        if _varlen and q.is_cuda:
+        if _varlen and q.is_cuda and q.dtype in (torch.bfloat16, torch.float16):
             try:
                 # flash attention's causal mask is aligned to each part's last key: a part's
                 # new rows see its past rows and, causally, each other
@@ -66,7 +66,7 @@ class PrefillPass:
                     True,
                     False,
                 )[0]
-            except RuntimeError as error:  # a build without the varlen flash kernels
+            except RuntimeError as error:  # a build or card without the varlen flash kernels
                 log.warning("prefill_varlen.disabled", error=str(error)[:300])
                 _varlen = False
         return torch.cat([p.attend(q, k_layer[p.rows], v_layer[p.rows]) for p in self.parts])
