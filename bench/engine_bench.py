@@ -408,7 +408,8 @@ def main() -> None:
             if timeline is not None:
                 path = args.timeline.with_name(f"{args.timeline.stem}_{rule}_{docs}.json")
                 path.write_text(json.dumps(timeline))
-                engine.runner.__dict__.pop("decode"), engine.runner.__dict__.pop("prefill_many")
+                for recorded in ("decode", "prefill_many"):  # the class's methods again
+                    delattr(engine.runner, recorded)
             print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
         if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency

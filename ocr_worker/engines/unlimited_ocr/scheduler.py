@@ -170,12 +170,13 @@ class Scheduler:
         a pass): the groups of one vision call arrive together. Each pass's first tokens are
         read once every pass is launched, so the card does not wait for the host's bookkeeping
         between passes (~5 ms a pass on an H100 in run F1, bench/RESULTS.md)."""
-        launched: list[Launched] = []
-        self._admit_passes(launched)  # a pass that fails leaves every request to abort_all
-        for first_tokens in launched:
+        # a pass that fails leaves every request to abort_all
+        for first_tokens in self._admit_passes():
             self._observe(first_tokens)
 
-    def _admit_passes(self, launched: list[Launched]) -> None:
+    def _admit_passes(self) -> list[Launched]:
+        """Prefill what fits, pass by pass; each pass's first tokens are chosen, not read."""
+        launched: list[Launched] = []
         while self.waiting and len(self.running) < self.max_concurrency:
             admitted: list[tuple[Sequence, DecodeRequest]] = []
             rows = 0
@@ -192,8 +193,9 @@ class Scheduler:
                 admitted.append((sequence, self.waiting.popleft()))
                 rows += _new_rows(admitted[-1][1])
             if not admitted:
-                return
+                break
             launched.append(self._prefill(admitted))
+        return launched
 
     def _prefill(self, admitted: list[tuple[Sequence, DecodeRequest]]) -> Launched:
         """Prefill the admitted requests in one pass and queue the choice of their first
