@@ -34,6 +34,16 @@ VARIANTS: dict[str, Tiles | None] = {
     "w8_n64_k128": Tiles(gate_up_n=64, down_n=128, warps=8),
     "w8_n64_k128_s4": Tiles(gate_up_n=64, down_n=128, warps=8, stages=4),
     "w4_n64_k64": Tiles(gate_up_n=64, down_n=128, k=64),
+    # the same launches over pair_plan's table instead of a scan of the top-k table a program
+    "plan_s4": Tiles(stages=4, plan=True),
+    "plan_w8_n64_k128": Tiles(gate_up_n=64, down_n=128, warps=8, plan=True),
+    "plan_n16_s4": Tiles(gate_up_n=16, down_n=32, stages=4, plan=True),
+    "plan_n32_s3": Tiles(plan=True),
+    "plan_n32_k64_s4": Tiles(k=64, stages=4, plan=True),
+    "plan_w8_n64_k64_s4": Tiles(gate_up_n=64, down_n=128, k=64, warps=8, stages=4, plan=True),
+    "plan_w4_n64_k64_s4": Tiles(gate_up_n=64, down_n=64, k=64, stages=4, plan=True),
+    "plan_w4_n16_k128_s5": Tiles(gate_up_n=16, down_n=16, stages=5, plan=True),
+    "plan_w8_n32_s2": Tiles(gate_up_n=32, down_n=64, warps=8, stages=2, plan=True),
 }
 ROUTERS: dict[str, routing_kernels.RouterLaunch | None] = {  # in one kernel, or logits then top-k
     "default": None,  # routing_kernels.router_for(tokens)

@@ -40,6 +40,9 @@ class Tiles:
     k: int = 128
     warps: int = 4
     stages: int = 3
+    # Read pair_plan's table even below SORT_PAIRS_ABOVE: one small launch, against a scan of
+    # the top-k table in every program (which grows with the programs, the narrower the tiles).
+    plan: bool = False
 
 
 def tiles_for(tokens: int) -> Tiles:
@@ -518,7 +521,8 @@ def _launch(
         shared_out = torch.empty(count, hidden, device=h.device, dtype=h.dtype)
     inter = inter or shared_inter
     rows = rows_per_program(count)
-    sort = routed is not None and count > SORT_PAIRS_ABOVE
+    tiles = tiles or tiles_for(count)
+    sort = routed is not None and (count > SORT_PAIRS_ABOVE or tiles.plan)
     if sort:
         ids = pair_plan(ids, experts)
     common: dict[str, Any] = dict(
@@ -533,7 +537,6 @@ def _launch(
         PRECISION=dot_precision(h.dtype),
     )
     blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
-    tiles = tiles or tiles_for(count)
     launch = dict(num_warps=tiles.warps, num_stages=tiles.stages)
     # Each MLP keeps its own tile widths; axis 2 is as long as the wider MLP needs.
     gate_up_widths, down_widths = tile_widths(hidden, inter, shared_inter, tiles)

@@ -4,6 +4,7 @@ with them against the full-recompute reference, token for token."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -204,6 +205,30 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
             pairs_on_busiest = ids.flatten().bincount().max().item()
             rows = kernels_moe().rows_per_program(tokens)
             assert experts_used == 12 and pairs_on_busiest > rows  # several blocks per expert
+
+
+def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit() -> None:
+    """Tiles.plan: a step's few tokens read pair_plan's table instead of each program scanning
+    the top-k table. Every pair keeps its own row of the tile, so the layer's output is the
+    same to the bit, experts over several blocks of rows included."""
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=11)
+    moe.experts.config._experts_implementation = "eager"
+    ours: Any = fused_mlp(moe)
+    h = torch.randn(80, 160, generator=torch.Generator().manual_seed(12))
+    tiles = kernels_moe().tiles_for(80)
+    assert not tiles.plan  # scanned by default at this count
+    with torch.no_grad():
+        ids, _ = routing.route(h, moe.gate.weight, 6, 1.0)
+        assert ids.flatten().bincount().max().item() > kernels_moe().rows_per_program(80)
+        scanned = ours(h)
+        ours.tiles = dataclasses.replace(tiles, plan=True)
+        planned = ours(h)
+        torch.testing.assert_close(planned, moe(h[None])[0], rtol=1e-5, atol=1e-6)
+    assert torch.equal(planned, scanned)
 
 
 @pytest.mark.parametrize(
