@@ -330,9 +330,10 @@ class ModelRunner:
     def _batch(self, sequences: list[Sequence]) -> BatchRows:
         """The rows each sequence reads, rebuilt only when the batch or a page changes."""
         key = tuple((id(s), s.guard.current_page if self.selector else 0) for s in sequences)
-        if self._batch_cache is None or self._batch_cache[0] != key:
-            self._batch_cache = (key, self._build_batch(sequences))
-        return self._batch_cache[1]
+        cached = self._batch_cache  # read once: a prefill on another thread may drop it
+        if cached is None or cached[0] != key:
+            cached = self._batch_cache = (key, self._build_batch(sequences))
+        return cached[1]
 
     def _build_batch(self, sequences: list[Sequence]) -> BatchRows:
         """Built on the host, copied in one go (see ``rows``)."""

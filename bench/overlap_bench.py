@@ -1,0 +1,215 @@
+"""Would a prefill beside the decode steps pay? Prefill passes of page groups on a side CUDA
+stream while sequences decode on the default one, against the same work one after the other.
+
+At the goals' short outputs a 128-document run is a quarter prefill (bench/RESULTS.md, runs
+D and F3): the steps read K and V at the card's memory bandwidth while the prefill's GEMMs are
+bound by its tensor cores, so the two might share the card. This measures it before the
+scheduler is built around it, the engine as it is (full-size v1, random bf16 weights):
+
+- ``steps``: ``--steps`` decode steps of ``--sequences`` sequences (8-page groups), alone;
+- ``passes``: ``--passes`` prefill passes of ``--groups`` 8-page groups each, alone;
+- ``one_thread``: the passes launched on the side stream, then the steps, from one thread
+  (the decode loop's thread: the host launches a pass before it can launch a step);
+- ``interleaved``: one pass, then its share of the steps, and so on, from one thread;
+- ``two_threads_<µs>``: the passes from a second thread, at each Python switch interval
+  (the GIL passes between the threads at least that often).
+
+    python3 -m bench.overlap_bench [--sequences 128] [--passes 4] [--steps 20]
+    python3 -m bench.overlap_bench --tiny --sequences 4 --groups 2 --steps 4   # CPU smoke run
+
+Prints ms for each, and serial / overlapped (2.0: the card did both at once, 1.0: no gain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from bench import engine_bench
+from bench.engine_bench import Engine, build_model, free_running_guard, stand_in, sync
+from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
+
+PAGES = 8  # a page group
+
+
+def group(engine: Engine, name: str, seed: int, new_tokens: int) -> DecodeRequest:
+    """An 8-page group's request: BOS, the pages' stand-in embeddings, the prompt."""
+    text, device, dtype = engine.text, engine.device, engine.dtype
+    new = [NewSegment("bos", engine.embed(torch.tensor([0], device=device)))]
+    new += [
+        NewSegment(
+            "page",
+            stand_in(engine_bench.PAGE_TOKENS, text.hidden_size, device, dtype, seed + p),
+            page_no=p,
+        )
+        for p in range(PAGES)
+    ]
+    new.append(
+        NewSegment(
+            "prompt",
+            stand_in(engine_bench.PROMPT_TOKENS, text.hidden_size, device, dtype, 7),
+        )
+    )
+    return DecodeRequest(name, [], new, free_running_guard(PAGES), new_tokens, ignore_eos=True)
+
+
+def start_decoding(engine: Engine, sequences: int, steps: int) -> None:
+    """``sequences`` groups admitted and decoding, past their first steps, with room for
+    ``steps`` more."""
+    scheduler = engine.scheduler
+    scheduler.max_concurrency = sequences
+    for i in range(sequences):
+        scheduler.submit(group(engine, f"s{i}", i * 1000, steps + 20))
+    for _ in range(10):
+        scheduler.step()
+    sync(engine.device)
+
+
+def prefill_passes(engine: Engine, passes: int, groups: int) -> None:
+    """``passes`` passes of ``groups`` groups through the runner, as admission runs them
+    (rows allocated in the workspace, prefilled, their first logits); then freed."""
+    scheduler, workspace = engine.scheduler, engine.workspace
+    for p in range(passes):
+        requests = [group(engine, f"p{p}.{g}", 10**6 + 100 * g, 1) for g in range(groups)]
+        admitted = []
+        for request in requests:
+            sequence = scheduler._allocate(request)
+            assert sequence is not None, "the workspace is full: raise --workspace-gb"
+            admitted.append((sequence, request))
+        engine.runner.prefill_many(
+            [(s, s.segments, [n.embeds for n in r.new]) for s, r in admitted]
+        )
+        for sequence, _ in admitted:
+            for segment in sequence.segments:
+                workspace.free(segment.blocks)
+            workspace.free(sequence.ring)
+
+
+def decode_steps(engine: Engine, steps: int) -> None:
+    for _ in range(steps):
+        engine.scheduler.step()
+
+
+@contextlib.contextmanager
+def beside(stream: torch.cuda.Stream | None) -> Iterator[None]:
+    """Work launched inside goes to ``stream`` once the default stream's queued work is done,
+    and nothing on the default stream waits for it (the CPU has no streams)."""
+    if stream is None:
+        yield
+        return
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        yield
+
+
+def timed_ms(device: torch.device, work: Callable[[], None], repeats: int = 3) -> float:
+    """Median wall ms of ``work``, from a synced card to a synced card, after one warm-up."""
+    times = []
+    for attempt in range(repeats + 1):
+        sync(device)
+        started = time.perf_counter()
+        work()
+        sync(device)
+        if attempt:
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--sequences", type=int, default=128)
+    parser.add_argument("--passes", type=int, default=4)
+    parser.add_argument("--groups", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--switch-us", type=int, nargs="+", default=[5000, 500, 100])
+    parser.add_argument("--workspace-gb", type=float, default=24.0)
+    parser.add_argument("--sr-swa-blocks", type=int, default=0, help="0: R-SWA (the default)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if args.tiny:
+        engine_bench.PAGE_TOKENS = 7
+    model = build_model(args.tiny, device, dtype)
+    options = SimpleNamespace(
+        workspace_gb=args.workspace_gb,
+        block_size=32,
+        no_cuda_graphs=False,
+        concurrency=args.sequences,
+        group_size=PAGES,
+    )
+    engine = Engine(model, options, device, dtype, sr_swa_blocks=args.sr_swa_blocks)
+    runs = 4 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
+    start_decoding(engine, args.sequences, 4 * runs * args.steps)
+    side = torch.cuda.Stream() if device.type == "cuda" else None
+
+    def passes() -> None:
+        prefill_passes(engine, args.passes, args.groups)
+
+    def steps() -> None:
+        decode_steps(engine, args.steps)
+
+    def one_thread() -> None:
+        with beside(side):
+            passes()
+        steps()
+
+    def interleaved() -> None:  # a pass, then its share of the steps, as a loop would
+        share = max(1, args.steps // args.passes)
+        for done in range(args.passes):
+            with beside(side):
+                prefill_passes(engine, 1, args.groups)
+            decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
+
+    def two_threads() -> None:
+        def prefill_thread() -> None:
+            with beside(side):
+                passes()
+
+        thread = threading.Thread(target=prefill_thread)
+        thread.start()
+        steps()
+        thread.join()
+
+    results: dict = {
+        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "args": vars(args) | {"out": str(args.out)},
+        "steps_ms": timed_ms(device, steps),
+        "passes_ms": timed_ms(device, passes),
+        "one_thread_ms": timed_ms(device, one_thread),
+        "interleaved_ms": timed_ms(device, interleaved),
+    }
+    default_interval = sys.getswitchinterval()
+    for micros in args.switch_us:
+        sys.setswitchinterval(micros / 1e6)
+        results[f"two_threads_{micros}us_ms"] = timed_ms(device, two_threads)
+    sys.setswitchinterval(default_interval)
+    serial = results["steps_ms"] + results["passes_ms"]
+    results["serial_ms"] = serial
+    rule = f"SR-SWA ({args.sr_swa_blocks} blocks)" if args.sr_swa_blocks else "R-SWA"
+    print(
+        f"{results['device']}, {rule}: {args.steps} steps of {args.sequences} sequences "
+        f"{results['steps_ms']:.1f} ms, {args.passes} passes of {args.groups} groups "
+        f"{results['passes_ms']:.1f} ms, one after the other {serial:.1f} ms"
+    )
+    for key, value in results.items():
+        if key.endswith("_ms") and key not in ("steps_ms", "passes_ms", "serial_ms"):
+            print(f"  {key[:-3]:<24} {value:8.1f} ms   serial / this {serial / value:.2f}")
+    engine.scheduler.abort_all()
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
