@@ -12,7 +12,10 @@ scheduler is built around it, the engine as it is (full-size v1, random bf16 wei
   (the decode loop's thread: the host launches a pass before it can launch a step);
 - ``interleaved``: one pass, then its share of the steps, and so on, from one thread;
 - ``two_threads_<µs>``: the passes from a second thread, at each Python switch interval
-  (the GIL passes between the threads at least that often).
+  (the GIL passes between the threads at least that often);
+- ``graphed_*`` (GPU): one pass captured as a CUDA graph, so that its launches cost the host
+  nothing: the passes replayed alone, then beside the steps, then beside steps on a stream of
+  higher priority. What the card itself can overlap, whatever the host does.
 
     python3 -m bench.overlap_bench [--sequences 128] [--passes 4] [--steps 20]
     python3 -m bench.overlap_bench --tiny --sequences 4 --groups 2 --steps 4   # CPU smoke run
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import torch
 
@@ -75,12 +79,11 @@ def start_decoding(engine: Engine, sequences: int, steps: int) -> None:
     sync(engine.device)
 
 
-def prefill_passes(engine: Engine, passes: int, groups: int) -> None:
-    """``passes`` passes of ``groups`` groups through the runner, as admission runs them
-    (rows allocated in the workspace, prefilled, their first logits); then freed."""
+def prefill_passes(engine: Engine, passes: int, requests: list[DecodeRequest]) -> None:
+    """``passes`` passes of these groups through the runner, as admission runs them (rows
+    allocated in the workspace, prefilled, their first logits), each freed after its pass."""
     scheduler, workspace = engine.scheduler, engine.workspace
-    for p in range(passes):
-        requests = [group(engine, f"p{p}.{g}", 10**6 + 100 * g, 1) for g in range(groups)]
+    for _ in range(passes):
         admitted = []
         for request in requests:
             sequence = scheduler._allocate(request)
@@ -110,6 +113,19 @@ def beside(stream: torch.cuda.Stream | None) -> Iterator[None]:
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         yield
+
+
+def captured_pass(engine: Engine, requests: list[DecodeRequest], stream: torch.cuda.Stream) -> Any:
+    """One pass captured as a CUDA graph on ``stream``, whose replay costs the host nothing:
+    what the card alone makes of a pass beside the steps. The error's text, where a pass
+    cannot be captured (a host sync in it)."""
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="relaxed"):
+            prefill_passes(engine, 1, requests)
+    except Exception as error:  # noqa: BLE001 (reported, not raised: the eager modes stand)
+        return f"{type(error).__name__}: {error}"[:300]
+    return graph
 
 
 def timed_ms(device: torch.device, work: Callable[[], None], repeats: int = 3) -> float:
@@ -150,12 +166,14 @@ def main() -> None:
         group_size=PAGES,
     )
     engine = Engine(model, options, device, dtype, sr_swa_blocks=args.sr_swa_blocks)
-    runs = 4 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
+    runs = 6 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
     start_decoding(engine, args.sequences, 4 * runs * args.steps)
     side = torch.cuda.Stream() if device.type == "cuda" else None
+    # made once (the service's vision thread makes them, apart from the loop)
+    requests = [group(engine, f"p{g}", 10**6 + 100 * g, 1) for g in range(args.groups)]
 
     def passes() -> None:
-        prefill_passes(engine, args.passes, args.groups)
+        prefill_passes(engine, args.passes, requests)
 
     def steps() -> None:
         decode_steps(engine, args.steps)
@@ -169,7 +187,7 @@ def main() -> None:
         share = max(1, args.steps // args.passes)
         for done in range(args.passes):
             with beside(side):
-                prefill_passes(engine, 1, args.groups)
+                prefill_passes(engine, 1, requests)
             decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
 
     def two_threads() -> None:
@@ -195,6 +213,8 @@ def main() -> None:
         sys.setswitchinterval(micros / 1e6)
         results[f"two_threads_{micros}us_ms"] = timed_ms(device, two_threads)
     sys.setswitchinterval(default_interval)
+    if side is not None:
+        graphed(engine, args, side, requests, steps, results)
     serial = results["steps_ms"] + results["passes_ms"]
     results["serial_ms"] = serial
     rule = f"SR-SWA ({args.sr_swa_blocks} blocks)" if args.sr_swa_blocks else "R-SWA"
@@ -205,10 +225,52 @@ def main() -> None:
     )
     for key, value in results.items():
         if key.endswith("_ms") and key not in ("steps_ms", "passes_ms", "serial_ms"):
-            print(f"  {key[:-3]:<24} {value:8.1f} ms   serial / this {serial / value:.2f}")
+            baseline = serial
+            if key.startswith("graphed_beside"):  # against the graphed passes, then the steps
+                baseline = results["steps_ms"] + results["graphed_passes_ms"]
+            print(f"  {key[:-3]:<24} {value:8.1f} ms   serial / this {baseline / value:.2f}")
+    if "graphed_error" in results:
+        print("  graphed:", results["graphed_error"])
     engine.scheduler.abort_all()
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
+
+
+def graphed(
+    engine: Engine,
+    args: argparse.Namespace,
+    side: torch.cuda.Stream,
+    requests: list[DecodeRequest],
+    steps: Any,
+    results: dict,
+) -> None:
+    """The passes replayed from a CUDA graph: alone, beside the steps, and beside steps on a
+    stream of higher priority (the card then schedules the steps' programs first)."""
+    graph = captured_pass(engine, requests, side)
+    if isinstance(graph, str):
+        results["graphed_error"] = graph
+        return
+    device = engine.device
+
+    def replays() -> None:
+        with beside(side):
+            for _ in range(args.passes):
+                graph.replay()
+
+    def replays_then_steps() -> None:
+        replays()
+        steps()
+
+    urgent = torch.cuda.Stream(priority=-1)
+
+    def replays_then_urgent_steps() -> None:
+        replays()
+        with beside(urgent):
+            steps()
+
+    results["graphed_passes_ms"] = timed_ms(device, replays)
+    results["graphed_beside_ms"] = timed_ms(device, replays_then_steps)
+    results["graphed_beside_urgent_ms"] = timed_ms(device, replays_then_urgent_steps)
 
 
 if __name__ == "__main__":

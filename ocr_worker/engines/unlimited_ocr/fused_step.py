@@ -106,7 +106,7 @@ class FusedStep:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
-        return self.lm_head(h[[p.end - 1 for p in packed.parts]]).float()
+        return self.lm_head(h.index_select(0, packed.last_rows)).float()
 
     def _norm_after(self, index: int) -> Any:
         """The RMSNorm after layer ``index``'s MLP: the next layer's input norm, or the last."""

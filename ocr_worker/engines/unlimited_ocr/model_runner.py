@@ -159,9 +159,12 @@ class ModelRunner:
             count = sum(e.shape[0] for e in segments)
             hosted.append(self._prefill_part(sequence, new, start, count))
             start += count
-        # Every index of the pass in one copy: new rows, their positions, each part's rows.
+        # Every index of the pass in one copy: new rows, their positions, each part's rows,
+        # each part's last row (whose logits come back). None is copied from pageable memory:
+        # such a copy waits for the card, and a CUDA graph cannot hold it.
         indices = [p.written for p in hosted] + [p.positions for p in hosted]
-        on_card = self.to_device(np.concatenate(indices + [p.rows for p in hosted]))
+        lasts = np.array([p.end - 1 for p in hosted], dtype=np.int64)
+        on_card = self.to_device(np.concatenate(indices + [p.rows for p in hosted] + [lasts]))
         written, placed = on_card[:start], on_card[start : 2 * start]
         parts, at = [], 2 * start
         for part in hosted:
@@ -172,7 +175,11 @@ class ModelRunner:
         keys = [p.rows.size for p in hosted]
         bounds = self.to_device(np.cumsum([[0] + queries, [0] + keys], axis=1, dtype=np.int32))
         packed = PrefillPass(
-            parts, on_card[2 * start :], (bounds[0], bounds[1]), (max(queries), max(keys))
+            parts,
+            on_card[2 * start : at],
+            (bounds[0], bounds[1]),
+            (max(queries), max(keys)),
+            on_card[at:],
         )
         embeds = torch.cat([e for _, _, segments in items for e in segments])  # (T, hidden)
         cos, sin = self.rotary(placed)
@@ -194,7 +201,7 @@ class ModelRunner:
             self.k_pool[index, written], self.v_pool[index, written] = k, v
             out = packed.attend(q, self.k_pool[index], self.v_pool[index])  # (T, H, D)
             x = self._finish_layer(layer, x, out.reshape(1, start, -1))
-        return self._logits(x[0, [p.end - 1 for p in parts]])
+        return self._logits(x[0].index_select(0, packed.last_rows))
 
     def _prefill_part(
         self, sequence: Sequence, new: list[Segment], start: int, count: int

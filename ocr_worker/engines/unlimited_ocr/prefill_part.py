@@ -48,6 +48,7 @@ class PrefillPass:
     rows: torch.Tensor  # every part's rows, one part after another
     bounds: tuple[torch.Tensor, torch.Tensor]  # int32 (parts + 1,): where each part's q, k start
     longest: tuple[int, int]  # the most queries, and keys, of any part
+    last_rows: torch.Tensor  # (parts,) each part's last token in the pass: its logits return
 
     def attend(self, q: torch.Tensor, k_layer: torch.Tensor, v_layer: torch.Tensor) -> torch.Tensor:
         """q: (T, H, D) of the pass; k_layer/v_layer: (pool rows, H, D) -> (T, H, D)."""

@@ -279,7 +279,9 @@ def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
         device=DEVICE,
         dtype=torch.int32,
     )
-    packed = PrefillPass(parts, pool[:taken], (bounds[0], bounds[1]), (max(queries), max(keys)))
+    lasts = torch.tensor([p.end - 1 for p in parts], device=pool.device)
+    longest = (max(queries), max(keys))
+    packed = PrefillPass(parts, pool[:taken], (bounds[0], bounds[1]), longest, lasts)
     got = packed.attend(q, k_pool, v_pool).float()
     assert prefill_part._varlen, "the varlen kernel failed: the loop ran instead"
     expected = torch.cat([p.attend(q, k_pool[p.rows], v_pool[p.rows]) for p in parts]).float()
