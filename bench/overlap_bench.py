@@ -11,6 +11,8 @@ scheduler is built around it, the engine as it is (full-size v1, random bf16 wei
 - ``one_thread``: the passes launched on the side stream, then the steps, from one thread
   (the decode loop's thread: the host launches a pass before it can launch a step);
 - ``interleaved``: one pass, then its share of the steps, and so on, from one thread;
+- ``sliced``: from one thread, ``--layers-per-step`` layers of a pass, then a step, and so on
+  (ModelRunner.prefill_pass launches a pass a layer at a time);
 - ``two_threads_<µs>``: the passes from a second thread, at each Python switch interval
   (the GIL passes between the threads at least that often);
 - ``graphed_*`` (GPU): one pass captured as a CUDA graph, so that its launches cost the host
@@ -82,20 +84,56 @@ def start_decoding(engine: Engine, sequences: int, steps: int) -> None:
 def prefill_passes(engine: Engine, passes: int, requests: list[DecodeRequest]) -> None:
     """``passes`` passes of these groups through the runner, as admission runs them (rows
     allocated in the workspace, prefilled, their first logits), each freed after its pass."""
-    scheduler, workspace = engine.scheduler, engine.workspace
     for _ in range(passes):
-        admitted = []
-        for request in requests:
-            sequence = scheduler._allocate(request)
-            assert sequence is not None, "the workspace is full: raise --workspace-gb"
-            admitted.append((sequence, request))
-        engine.runner.prefill_many(
-            [(s, s.segments, [n.embeds for n in r.new]) for s, r in admitted]
-        )
-        for sequence, _ in admitted:
-            for segment in sequence.segments:
-                workspace.free(segment.blocks)
-            workspace.free(sequence.ring)
+        items = allocated(engine, requests)
+        engine.runner.prefill_many(items)
+        free(engine, items)
+
+
+def allocated(engine: Engine, requests: list[DecodeRequest]) -> list:
+    """A pass's items, their rows taken from the workspace."""
+    items = []
+    for request in requests:
+        sequence = engine.scheduler._allocate(request)
+        assert sequence is not None, "the workspace is full: raise --workspace-gb"
+        items.append((sequence, sequence.segments, [n.embeds for n in request.new]))
+    return items
+
+
+def free(engine: Engine, items: list) -> None:
+    for sequence, _, _ in items:
+        for segment in sequence.segments:
+            engine.workspace.free(segment.blocks)
+        engine.workspace.free(sequence.ring)
+
+
+def sliced_passes(
+    engine: Engine,
+    passes: int,
+    requests: list[DecodeRequest],
+    steps: int,
+    layers: int,
+    side: torch.cuda.Stream | None,
+) -> None:
+    """The passes one at a time, ``layers`` of a pass's layers launched on ``side`` between
+    two decode steps (ModelRunner.prefill_pass), then the steps left: one thread, which
+    never waits for a pass's launches to end before it launches a step."""
+    for _ in range(passes):
+        items = allocated(engine, requests)
+        launches = engine.runner.prefill_pass(items)
+        first, going = True, True
+        while going:
+            with beside(side) if first else on_stream(side):
+                for _ in range(layers):
+                    if next(launches, StopIteration) is StopIteration:
+                        going = False
+                        break
+            first = False
+            if steps:
+                decode_steps(engine, 1)
+                steps -= 1
+        free(engine, items)
+    decode_steps(engine, steps)
 
 
 def decode_steps(engine: Engine, steps: int) -> None:
@@ -128,6 +166,10 @@ def captured_pass(engine: Engine, requests: list[DecodeRequest], stream: torch.c
     return graph
 
 
+def on_stream(stream: torch.cuda.Stream | None) -> contextlib.AbstractContextManager:
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+
 def timed_ms(device: torch.device, work: Callable[[], None], repeats: int = 3) -> float:
     """Median wall ms of ``work``, from a synced card to a synced card, after one warm-up."""
     times = []
@@ -148,6 +190,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--groups", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--layers-per-step", type=int, default=2, help="sliced: layers a step")
     parser.add_argument("--switch-us", type=int, nargs="+", default=[5000, 500, 100])
     parser.add_argument("--workspace-gb", type=float, default=24.0)
     parser.add_argument("--sr-swa-blocks", type=int, default=0, help="0: R-SWA (the default)")
@@ -166,7 +209,7 @@ def main() -> None:
         group_size=PAGES,
     )
     engine = Engine(model, options, device, dtype, sr_swa_blocks=args.sr_swa_blocks)
-    runs = 6 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
+    runs = 7 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
     start_decoding(engine, args.sequences, 4 * runs * args.steps)
     side = torch.cuda.Stream() if device.type == "cuda" else None
     # made once (the service's vision thread makes them, apart from the loop)
@@ -190,6 +233,9 @@ def main() -> None:
                 prefill_passes(engine, 1, requests)
             decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
 
+    def sliced() -> None:
+        sliced_passes(engine, args.passes, requests, args.steps, args.layers_per_step, side)
+
     def two_threads() -> None:
         def prefill_thread() -> None:
             with beside(side):
@@ -207,6 +253,7 @@ def main() -> None:
         "passes_ms": timed_ms(device, passes),
         "one_thread_ms": timed_ms(device, one_thread),
         "interleaved_ms": timed_ms(device, interleaved),
+        "sliced_ms": timed_ms(device, sliced),
     }
     default_interval = sys.getswitchinterval()
     for micros in args.switch_us:

@@ -5,6 +5,7 @@ MLPs routed on the GPU (moe_kernels.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import torch
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass, run_through
 from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 
 # How a prefill runs its MoE layers: "module", transformers' own (its sort, gathers, grouped
@@ -73,8 +74,21 @@ class FusedStep:
         # reads them as they are (an fp32 copy is a write and a read of B x 129k floats).
         return self.lm_head(h)  # type: ignore[no-any-return]
 
-    @torch.no_grad()
     def prefill(
+        self,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        k_pool: torch.Tensor,
+        v_pool: torch.Tensor,
+        new_rows: torch.Tensor,
+        packed: PrefillPass,
+    ) -> torch.Tensor:
+        """``prefill_layers`` launched whole."""
+        return run_through(self.prefill_layers(x, cos, sin, k_pool, v_pool, new_rows, packed))
+
+    @torch.no_grad()
+    def prefill_layers(
         self,
         x: torch.Tensor,  # (T, hidden): the new segments' embeddings, every part's in turn
         cos: torch.Tensor,
@@ -83,11 +97,11 @@ class FusedStep:
         v_pool: torch.Tensor,
         new_rows: torch.Tensor,  # (T,) where the new rows' k and v go
         packed: PrefillPass,  # each sequence's tokens, and the rows they attend to
-    ) -> torch.Tensor:
+    ) -> Generator[None, None, torch.Tensor]:
         """Prefills with the step's norm, QKV and RoPE kernels: a group's prefill is ~1,500
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
-        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE).
-        Returns each part's last-row logits, (len(parts), V)."""
+        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE). Yields once each
+        layer is launched; returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
         for index, layer in enumerate(self.layers):
@@ -106,6 +120,7 @@ class FusedStep:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
+            yield
         return self.lm_head(h.index_select(0, packed.last_rows)).float()
 
     def _norm_after(self, index: int) -> Any:

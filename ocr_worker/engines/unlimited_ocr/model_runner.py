@@ -9,6 +9,7 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 from __future__ import annotations
 
 import functools
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass, run_through
 from ocr_worker.engines.unlimited_ocr.sampling import on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
@@ -143,7 +144,6 @@ class ModelRunner:
         sequence's other, already filled segments; returns the logits of the last row (V,)."""
         return self.prefill_many([(sequence, new, [embeds])])[0]
 
-    @torch.no_grad()
     def prefill_many(
         self, items: list[tuple[Sequence, list[Segment], list[torch.Tensor]]]
     ) -> torch.Tensor:
@@ -154,6 +154,15 @@ class ModelRunner:
         more than one did. ``items``: each sequence, its new segments and their embeddings
         (joined here once, for the whole pass). Returns each sequence's last-row logits,
         (len(items), V)."""
+        return run_through(self.prefill_pass(items))
+
+    @torch.no_grad()
+    def prefill_pass(
+        self, items: list[tuple[Sequence, list[Segment], list[torch.Tensor]]]
+    ) -> Generator[None, None, torch.Tensor]:
+        """``prefill_many``, launched a layer at a time: it yields after each layer of our
+        kernels (the torch ops' fallback runs whole) and returns the logits. Between two
+        layers the host is free to launch decode steps, on another stream."""
         hosted, start = [], 0
         for sequence, new, segments in items:
             count = sum(e.shape[0] for e in segments)
@@ -187,8 +196,10 @@ class ModelRunner:
         self._batch_cache = None
         if self.fused is not None:
             try:
-                return self.fused.prefill(
-                    embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, packed
+                return (
+                    yield from self.fused.prefill_layers(
+                        embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, packed
+                    )
                 )
             except torch.cuda.OutOfMemoryError:  # the kernels are not at fault: keep them
                 raise

@@ -466,6 +466,44 @@ def test_the_token_choice_in_kernels_reads_the_models_own_dtype_and_odd_vocabula
     assert wanted[1] == 1100
 
 
+def test_a_pass_launched_a_layer_at_a_time_between_steps_changes_no_token(model) -> None:  # type: ignore[no-untyped-def]
+    """ModelRunner.prefill_pass yields once each layer of our kernels is launched, so that
+    decode steps can be launched between its layers. Steps of two running sequences between
+    a third group's layers: the pass's logits are those of the pass launched whole, and the
+    running sequences choose the tokens they choose with the pass launched before them."""
+    layers = len(model.model.language_model.layers)
+
+    def decoding():  # type: ignore[no-untyped-def]
+        scheduler = _scheduler(model, fused=True)
+        scheduler.submit(_request(model, "a", [1], [5], 10 + layers))
+        scheduler.submit(_request(model, "b", [2, 3], [5, 6, 7], 10 + layers))
+        scheduler.step()
+        request = _request(model, "c", [4, 5], [9], 6)
+        sequence = scheduler._allocate(request)
+        return scheduler, [(sequence, sequence.segments, [n.embeds for n in request.new])]
+
+    alone, items = decoding()
+    whole = alone.runner.prefill_many(items)
+    for _ in range(layers):
+        alone.step()
+
+    beside, items = decoding()
+    launches = beside.runner.prefill_pass(items)
+    for _ in range(layers):  # a step after each layer's launches
+        next(launches)
+        beside.step()
+    with pytest.raises(StopIteration) as done:
+        next(launches)
+    torch.testing.assert_close(done.value.value, whole, rtol=0, atol=0)
+
+    def tokens(scheduler):  # type: ignore[no-untyped-def]
+        scheduler.step()  # reads the last step's tokens
+        return {s.seq_id: s.generated for s, _ in scheduler.running}
+
+    got, expected = tokens(beside), tokens(alone)
+    assert got == expected and min(len(t) for t in got.values()) > layers
+
+
 @pytest.mark.parametrize("prefill_moe", ["module", "grouped_mm", "kernels"])
 def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # type: ignore[no-untyped-def]
     model, monkeypatch, prefill_moe: str
