@@ -176,6 +176,7 @@ class Engine:
         )
         rows = getattr(args, "prefill_max_rows", 0)  # the benches that build one from few options
         self.scheduler.prefill_max_rows = rows or self.scheduler.prefill_max_rows
+        self.scheduler.prefill_layers_per_step = getattr(args, "prefill_layers_per_step", 0)
         self.loop = DecodeLoop(self.scheduler)
         self.planner = PageGroupPlanner(size=args.group_size, overlap=1)
         self.embed = model.model.language_model.embed_tokens
@@ -262,6 +263,7 @@ class Engine:
             "fused_kernels": self.runner.fused is not None,
             "prefill_moe": fused_step.PREFILL_MOE,
             "prefill_max_rows": self.scheduler.prefill_max_rows,
+            "prefill_layers_per_step": self.scheduler.prefill_layers_per_step,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
             ),
@@ -354,6 +356,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--prefill-max-rows", type=int, default=0, help="rows a prefill pass (0: the default)"
+    )
+    parser.add_argument(
+        "--prefill-layers-per-step",
+        type=int,
+        default=0,
+        help="launch passes a few layers between steps (Scheduler.prefill_layers_per_step)",
     )
     parser.add_argument("--out", type=Path)
     parser.add_argument(

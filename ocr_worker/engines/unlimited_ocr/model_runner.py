@@ -8,8 +8,9 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,9 @@ class ModelRunner:
         self.prefill_rows_computed = 0  # prefill work, counted for tests and benchmarks
         self._batch_cache: tuple[tuple[tuple[int, int], ...], BatchRows] | None = None
         self.graphs = CudaGraphSteps(self) if cuda_graphs and device.type == "cuda" else None
+        # Where prefill passes launched between steps run (``beside``), at the default priority:
+        # the steps' stream (the loop thread's) is the engine's high-priority one.
+        self._prefill_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         # Our Triton kernels for the decode step (fused_step.py); Triton needs the GPU, or its
         # interpreter (TRITON_INTERPRET=1), which the tests use on the CPU.
         self.fused: FusedStep | None = None
@@ -137,6 +141,22 @@ class ModelRunner:
             self.k_pool[:, rows] = self.rotate(self.k_pool[:, rows], cos, sin)
             segment.first_position = first_position
         self._batch_cache = None
+
+    @contextlib.contextmanager
+    def beside(self, after_steps: bool) -> Iterator[None]:
+        """Launches inside go to the prefill stream, beside the steps (Scheduler's
+        ``prefill_layers_per_step``). ``after_steps``: that stream first waits for every step
+        launched so far, as a pass's first launches must: the rows it writes may have been a
+        retired sequence's, read by a step still running, and the keys of a reused page were
+        just rotated on the steps' stream."""
+        stream = self._prefill_stream
+        if stream is None:
+            yield
+            return
+        if after_steps:
+            stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):
+            yield
 
     @torch.no_grad()
     def prefill(self, sequence: Sequence, new: list[Segment], embeds: torch.Tensor) -> torch.Tensor:

@@ -166,6 +166,74 @@ def test_a_failed_prefill_pass_gives_every_admitted_groups_blocks_back(model) ->
     assert scheduler.workspace.num_used == 0
 
 
+@pytest.mark.parametrize("fused", [False, True])  # the torch ops' pass runs whole; ours by layer
+def test_passes_filled_between_steps_decode_what_passes_run_whole_decode(  # type: ignore[no-untyped-def]
+    model, fused: bool
+) -> None:
+    """Scheduler.prefill_layers_per_step: groups admitted while others decode are prefilled a
+    layer between two steps and join once their first tokens land. Two slots: the third and
+    fourth groups wait for one, then fill beside the sequence still decoding; one of them
+    reuses its boundary page and is fed its section. Every sequence decodes what it decodes
+    with each pass run whole, the fresh ones what the reference model decodes, and every
+    block goes back."""
+    specs = {"a": ([1], [5], 20), "b": ([2, 3], [5, 6, 7, 8], 14), "c": ([4, 5, 6], [9], 25)}
+
+    def workload(layers: int):  # type: ignore[no-untyped-def]
+        scheduler = _scheduler(model, concurrency=2, fused=fused)
+        scheduler.prefill_layers_per_step = layers
+        (first,) = scheduler.run_one(_request(model, "g0", [1, 2], [5, 6], 10, keep=(2,)))
+        beside = []  # at each step: whether a pass was part-launched (a layer, not all)
+        decode = scheduler.runner.decode
+
+        def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+            beside.append(any(f.started and not f.first_tokens for f in scheduler._filling))
+            return decode(*args, **kwargs)
+
+        scheduler.runner.decode = watched
+        for name in ("a", "b"):
+            scheduler.submit(_request(model, name, *specs[name]))
+        fed = _request(model, "g1", [3], [5, 6], 12, reused=first.kept, with_bos=False)
+        fed.already_generated = tuple(first.sequence.generated[:3])
+        scheduler.submit(fed)
+        scheduler.submit(_request(model, "c", *specs["c"]))
+        outputs = _outputs(scheduler.run())
+        assert scheduler.workspace.num_used == 0
+        return outputs, sum(beside)
+
+    whole, _ = workload(0)
+    filled, steps_beside_a_pass = workload(1)
+    assert filled == whole
+    for name, (pages, prompt, steps) in specs.items():
+        assert filled[name] == _reference(model, pages, prompt, steps), name
+    layers = len(model.model.language_model.layers)
+    # g1's pass, then c's: a step after each of its layers, its logits and first tokens
+    # launched after the last one
+    assert steps_beside_a_pass == (2 * layers if fused else 0)
+
+
+def test_a_pass_failing_between_steps_gives_its_groups_blocks_back(model) -> None:  # type: ignore[no-untyped-def]
+    """Out of memory in a pass filling beside a decoding sequence: the step fails, and
+    aborting (as the decode loop does) returns the blocks of the running sequence and of the
+    groups in the pass, which were not running yet."""
+    scheduler = _scheduler(model)
+    scheduler.prefill_layers_per_step = 1
+    scheduler.submit(_request(model, "a", [1], [5], 20))
+    scheduler.step()
+    for name in ("b", "c"):
+        scheduler.submit(_request(model, name, [1, 2], [5], 8))
+
+    def out_of_memory(items):  # type: ignore[no-untyped-def]
+        raise torch.cuda.OutOfMemoryError(f"{len(items)} groups in one pass")
+        yield  # a generator, as ModelRunner.prefill_pass
+
+    scheduler.runner.prefill_pass = out_of_memory  # type: ignore[method-assign]
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="2 groups"):
+        scheduler.step()
+    assert scheduler.busy
+    scheduler.abort_all()
+    assert scheduler.workspace.num_used == 0 and not scheduler.busy
+
+
 def test_a_full_pool_makes_a_sequence_wait_not_fail(model) -> None:  # type: ignore[no-untyped-def]
     # One sequence needs bos 1 + page 2 + prompt 1 + ring 2 = 6 blocks; the pool has 8.
     scheduler = _scheduler(model, blocks=8)
