@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass, run_through
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass
 from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 
 # How a prefill runs its MoE layers: "module", transformers' own (its sort, gathers, grouped
@@ -73,19 +73,6 @@ class FusedStep:
         # h is the final norm's output. The logits stay in the model's dtype: the token choice
         # reads them as they are (an fp32 copy is a write and a read of B x 129k floats).
         return self.lm_head(h)  # type: ignore[no-any-return]
-
-    def prefill(
-        self,
-        x: torch.Tensor,
-        cos: torch.Tensor,
-        sin: torch.Tensor,
-        k_pool: torch.Tensor,
-        v_pool: torch.Tensor,
-        new_rows: torch.Tensor,
-        packed: PrefillPass,
-    ) -> torch.Tensor:
-        """``prefill_layers`` launched whole."""
-        return run_through(self.prefill_layers(x, cos, sin, k_pool, v_pool, new_rows, packed))
 
     @torch.no_grad()
     def prefill_layers(

@@ -273,7 +273,8 @@ class ModelRunner:
         )  # (T, P + T)
         kept = index[-window:]  # earlier ids' slots are overwritten by later ones
         ring_rows = self.rows(sequence.ring, window)[kept % window]
-        x = self.embed(torch.tensor(ids, device=self.device)).to(self.dtype)[None]  # (1, T, hidden)
+        fed = on_device(ids, self.device)  # pinned: a pageable copy waits for the card
+        x = self.embed(fed).to(self.dtype)[None]  # (1, T, hidden)
         for layer_index, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x[0], cos, sin)  # (T, H, D) each
             keys = torch.cat([self.k_pool[layer_index, prefix_rows], k])

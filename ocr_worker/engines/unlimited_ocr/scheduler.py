@@ -155,7 +155,7 @@ class Scheduler:
                 sequences = [s for s, _ in active]
                 fed = self._fed_tokens(active, launched)
                 logits = self.runner.decode(sequences, tokens=fed)
-            self._fill(self.prefill_layers_per_step)  # the GPU computes the step meanwhile
+            self._fill(self._layers_beside(len(active)))  # the GPU computes the step meanwhile
             with clock.timed("decode"):
                 if launched is not None:
                     self._observe(launched)
@@ -257,6 +257,14 @@ class Scheduler:
         clock.add("tokens", len(admitted))
         clock.add("prefill_passes", 1)
         return first_tokens
+
+    def _layers_beside(self, rows: int) -> int | None:
+        """Layers of the filling passes to launch beside a step of ``rows`` sequences: None
+        (all) while fewer decode than wait in them, as when a round of groups ends together
+        and the first next group decodes alone: a pass beside a near-empty step only delays
+        the groups waiting on it."""
+        waiting = sum(len(f.admitted) for f in self._filling if f.first_tokens is None)
+        return self.prefill_layers_per_step if rows >= waiting else None
 
     def _fill(self, layers: int | None) -> None:
         """Launch the next ``layers`` layers of the passes filling (None: all of them), on

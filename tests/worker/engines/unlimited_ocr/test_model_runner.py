@@ -211,6 +211,30 @@ def test_passes_filled_between_steps_decode_what_passes_run_whole_decode(  # typ
     assert steps_beside_a_pass == (2 * layers if fused else 0)
 
 
+def test_passes_run_whole_while_more_groups_wait_in_them_than_decode(model) -> None:  # type: ignore[no-untyped-def]
+    """A round of groups ending together: the first next group decodes alone while the rest
+    are admitted. Filled a layer beside each one-row step, they would wait a step a layer;
+    while more groups wait in passes than sequences decode, the passes run whole."""
+    scheduler = _scheduler(model, fused=True)
+    scheduler.prefill_layers_per_step = 1
+    scheduler.submit(_request(model, "a", [1], [5], 12))
+    scheduler.step()
+    part_launched = []
+    decode = scheduler.runner.decode
+
+    def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        part_launched.append(any(f.started and not f.first_tokens for f in scheduler._filling))
+        return decode(*args, **kwargs)
+
+    scheduler.runner.decode = watched
+    scheduler.submit(_request(model, "b", [2], [5, 6], 8))
+    scheduler.submit(_request(model, "c", [3], [7], 8))
+    ours = _outputs(scheduler.run())
+    assert part_launched and not any(part_launched)
+    assert ours["b"] == _reference(model, [2], [5, 6], 8)
+    assert ours["c"] == _reference(model, [3], [7], 8)
+
+
 def test_a_pass_failing_between_steps_gives_its_groups_blocks_back(model) -> None:  # type: ignore[no-untyped-def]
     """Out of memory in a pass filling beside a decoding sequence: the step fails, and
     aborting (as the decode loop does) returns the blocks of the running sequence and of the

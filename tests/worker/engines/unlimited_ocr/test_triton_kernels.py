@@ -540,9 +540,9 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
             calls["step"] += 1
             return real(*args)
 
-        def prefill(self, *args):  # type: ignore[no-untyped-def]
+        def prefill_layers(self, *args):  # type: ignore[no-untyped-def]
             calls["prefill"] += 1
-            return real.prefill(*args)
+            return real.prefill_layers(*args)
 
     runner.fused = Counted()  # type: ignore[assignment]
     choices = []  # and every token chosen in choice_kernels, the guard's bans applied there
