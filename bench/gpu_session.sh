@@ -37,7 +37,7 @@ if wanted attention; then
 fi
 if wanted mlp; then
   part mlp
-  timeout 180 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
+  timeout 300 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
 fi
 if wanted profile; then
