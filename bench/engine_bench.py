@@ -274,7 +274,9 @@ class Engine:
 
     def record_timeline(self) -> list[tuple[str, float, float, int]]:
         """From now on, each step and prefill pass of the loop: (kind, start, seconds, rows),
-        the seconds the host spent (launches, and waiting where the host reads the GPU)."""
+        the seconds the host spent (launches, and waiting where the host reads the GPU); with
+        --prefill-layers-per-step, each "fill" of the passes beside a step (rows: the groups
+        in passes still filling)."""
         events: list[tuple[str, float, float, int]] = []
         runner = self.runner
 
@@ -291,6 +293,15 @@ class Engine:
 
         runner.decode = timed("step", runner.decode, lambda a: len(a[0]))  # type: ignore[method-assign]
         runner.prefill_many = timed("prefill", runner.prefill_many, lambda a: len(a[0]))  # type: ignore[method-assign]
+        scheduler = self.scheduler
+        groups = [0]  # in the passes filling, at the last call
+        fill, timed_fill = scheduler._fill, timed("fill", scheduler._fill, lambda _: groups[0])
+
+        def fill_if_filling(*args):  # type: ignore[no-untyped-def]
+            groups[0] = sum(len(f.admitted) for f in scheduler._filling)
+            return (timed_fill if groups[0] else fill)(*args)
+
+        scheduler._fill = fill_if_filling  # type: ignore[method-assign]
         return events
 
     def step_ms(self, sequences: int, pages: int, steps: int) -> float:
@@ -418,6 +429,7 @@ def main() -> None:
                 path.write_text(json.dumps(timeline))
                 for recorded in ("decode", "prefill_many"):  # the class's methods again
                     delattr(engine.runner, recorded)
+                delattr(engine.scheduler, "_fill")
             print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
         if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency

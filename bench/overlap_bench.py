@@ -196,6 +196,8 @@ def main() -> None:
     parser.add_argument("--sr-swa-blocks", type=int, default=0, help="0: R-SWA (the default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.layers_per_step < 1:
+        parser.error("--layers-per-step: at least 1")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     if args.tiny:

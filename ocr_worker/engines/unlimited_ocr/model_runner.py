@@ -142,19 +142,28 @@ class ModelRunner:
             segment.first_position = first_position
         self._batch_cache = None
 
+    def steps_mark(self) -> torch.cuda.Event | None:
+        """A mark after the work launched so far on the steps' stream (None on the CPU): what a
+        pass's first launches wait for (``beside``)."""
+        if self._prefill_stream is None:
+            return None
+        mark = torch.cuda.Event()
+        mark.record(torch.cuda.current_stream(self.device))
+        return mark
+
     @contextlib.contextmanager
-    def beside(self, after_steps: bool) -> Iterator[None]:
+    def beside(self, after: torch.cuda.Event | None) -> Iterator[None]:
         """Launches inside go to the prefill stream, beside the steps (Scheduler's
-        ``prefill_layers_per_step``). ``after_steps``: that stream first waits for every step
-        launched so far, as a pass's first launches must: the rows it writes may have been a
-        retired sequence's, read by a step still running, and the keys of a reused page were
-        just rotated on the steps' stream."""
+        ``prefill_layers_per_step``), once the steps' stream has reached ``after``
+        (``steps_mark``), as a pass's first launches must: the rows it writes may have been a
+        retired sequence's, written by its last step, and a reused page's keys were rotated on
+        the steps' stream when the pass was admitted."""
         stream = self._prefill_stream
         if stream is None:
             yield
             return
-        if after_steps:
-            stream.wait_stream(torch.cuda.current_stream(self.device))
+        if after is not None:
+            stream.wait_event(after)
         with torch.cuda.stream(stream):
             yield
 

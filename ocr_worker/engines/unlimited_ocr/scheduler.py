@@ -151,20 +151,23 @@ class Scheduler:
         ]
         if active:
             self.steps += 1
+            # A pass starting beside this step waits for the steps before it, not for it.
+            mark = self.runner.steps_mark() if self._filling else None
             with clock.timed("decode"):
                 sequences = [s for s, _ in active]
                 fed = self._fed_tokens(active, launched)
                 logits = self.runner.decode(sequences, tokens=fed)
-            self._fill(self._layers_beside(len(active)))  # the GPU computes the step meanwhile
-            with clock.timed("decode"):
                 if launched is not None:
                     self._observe(launched)
                 chosen = self._choose(active, logits)
-                in_step = not self.overlap or self.runner.selector is not None
-                if in_step and chosen is not None:
+            # Launched while the GPU computes the step and its choice, queued first.
+            self._fill(self._layers_beside(len(active)), mark)
+            in_step = not self.overlap or self.runner.selector is not None
+            if in_step and chosen is not None:
+                with clock.timed("decode"):
                     self._observe(chosen)
-                else:
-                    self._launched = chosen
+            else:
+                self._launched = chosen
             # Rows whose sequence ended on the token just read rode along and write nothing.
             clock.add("tokens", sum(chosen.live) if chosen is not None else 0)
             clock.add("steps", 1)  # with step_rows: how full the steps ran, in the service too
@@ -172,7 +175,7 @@ class Scheduler:
         else:
             if launched is not None:
                 self._observe(launched)
-            self._fill(None)  # nothing decoding beside them: every pass whole
+            self._fill(None, self.runner.steps_mark())  # nothing decoding: every pass whole
             self._join(wait=True)
         return self._retire()
 
@@ -264,18 +267,22 @@ class Scheduler:
         and the first next group decodes alone: a pass beside a near-empty step only delays
         the groups waiting on it."""
         waiting = sum(len(f.admitted) for f in self._filling if f.first_tokens is None)
-        return self.prefill_layers_per_step if rows >= waiting else None
+        if not self.prefill_layers_per_step or rows < waiting:  # 0: set off while filling
+            return None
+        return self.prefill_layers_per_step
 
-    def _fill(self, layers: int | None) -> None:
+    def _fill(self, layers: int | None, mark: torch.cuda.Event | None) -> None:
         """Launch the next ``layers`` layers of the passes filling (None: all of them), on
-        the runner's prefill stream; a pass whose last layer is launched queues its first
+        the runner's prefill stream, a pass's first ones once the steps have reached
+        ``mark`` (ModelRunner.beside); a pass whose last layer is launched queues its first
         tokens there too."""
         for filling in self._filling:
             if layers == 0:
                 return
             if filling.first_tokens is not None:
                 continue
-            with clock.timed("prefill"), self.runner.beside(after_steps=not filling.started):
+            after = None if filling.started else mark
+            with clock.timed("prefill"), self.runner.beside(after):
                 filling.started = True
                 while layers is None or layers > 0:
                     try:

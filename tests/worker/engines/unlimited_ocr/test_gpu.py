@@ -48,9 +48,13 @@ def model():  # type: ignore[no-untyped-def]
     return model.eval()
 
 
+steps_beside_a_pass: list[int] = []  # _run's steps launched beside a pass part-launched
+
+
 def _run(
     model, graphs: bool, selector: bool, forced=None, fused=False, overlap=True, layers=0
 ) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
+    steps_beside_a_pass.clear()
     workspace = VisualKVWorkspace(num_blocks=512, block_size=32)
     runner = ModelRunner(
         model,
@@ -64,6 +68,14 @@ def _run(
     )
     scheduler = Scheduler(runner, workspace, max_concurrency=3, window=128, overlap=overlap)
     scheduler.prefill_layers_per_step = layers
+    decode = runner.decode
+
+    def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if any(f.started and not f.first_tokens for f in scheduler._filling):
+            steps_beside_a_pass.append(1)
+        return decode(*args, **kwargs)
+
+    runner.decode = watched  # type: ignore[method-assign]
     embed = model.model.language_model.embed_tokens
     for n, steps in enumerate((300, 150, 200, 170)):  # ragged, wrapping, one joins mid-way
         gen = torch.Generator(device=DEVICE).manual_seed(n)
@@ -138,7 +150,9 @@ def test_a_pass_filled_beside_the_steps_decodes_as_a_pass_run_whole(model) -> No
     rows a running step still read, or a step that read s3's rows before its pass ended,
     agrees on ~0% of the 4,096 ids."""
     whole = _run(model, True, False, fused=True)
+    assert not steps_beside_a_pass
     filled = _run(model, True, False, forced=whole, fused=True, layers=1)
+    assert len(steps_beside_a_pass) == 2  # s3's two layers, each beside a step of s0 and s2
     for name, tokens in whole.items():
         agree = sum(a == b for a, b in zip(filled[name], tokens, strict=True)) / len(tokens)
         assert agree >= 0.98, (name, agree)

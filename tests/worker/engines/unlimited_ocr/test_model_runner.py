@@ -187,6 +187,7 @@ def test_passes_filled_between_steps_decode_what_passes_run_whole_decode(  # typ
 
         def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
             beside.append(any(f.started and not f.first_tokens for f in scheduler._filling))
+            assert scheduler._taken() <= scheduler.max_concurrency
             return decode(*args, **kwargs)
 
         scheduler.runner.decode = watched
@@ -236,24 +237,26 @@ def test_passes_run_whole_while_more_groups_wait_in_them_than_decode(model) -> N
 
 
 def test_a_pass_failing_between_steps_gives_its_groups_blocks_back(model) -> None:  # type: ignore[no-untyped-def]
-    """Out of memory in a pass filling beside a decoding sequence: the step fails, and
-    aborting (as the decode loop does) returns the blocks of the running sequence and of the
-    groups in the pass, which were not running yet."""
+    """Out of memory in a pass's second layer, launched beside two decoding sequences: the
+    step fails, and aborting (as the decode loop does) returns the blocks of the running
+    sequences and of the groups in the pass, which were not running yet."""
     scheduler = _scheduler(model)
     scheduler.prefill_layers_per_step = 1
-    scheduler.submit(_request(model, "a", [1], [5], 20))
+    for name in ("a", "b"):
+        scheduler.submit(_request(model, name, [1], [5], 20))
     scheduler.step()
-    for name in ("b", "c"):
+    for name in ("c", "d"):
         scheduler.submit(_request(model, name, [1, 2], [5], 8))
 
     def out_of_memory(items):  # type: ignore[no-untyped-def]
+        yield  # its first layer
         raise torch.cuda.OutOfMemoryError(f"{len(items)} groups in one pass")
-        yield  # a generator, as ModelRunner.prefill_pass
 
     scheduler.runner.prefill_pass = out_of_memory  # type: ignore[method-assign]
+    scheduler.step()  # the pass's first layer beside the step
+    assert [len(f.admitted) for f in scheduler._filling] == [2]
     with pytest.raises(torch.cuda.OutOfMemoryError, match="2 groups"):
         scheduler.step()
-    assert scheduler.busy
     scheduler.abort_all()
     assert scheduler.workspace.num_used == 0 and not scheduler.busy
 

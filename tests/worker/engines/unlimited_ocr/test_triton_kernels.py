@@ -24,6 +24,7 @@ from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.prefill_part import run_through  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table, step_inputs  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
@@ -207,7 +208,7 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
             assert experts_used == 12 and pairs_on_busiest > rows  # several blocks per expert
 
 
-def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit() -> None:
+def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Tiles.plan: a step's few tokens read pair_plan's table instead of each program scanning
     the top-k table. Every pair keeps its own row of the tile, so the layer's output is the
     same to the bit, experts over several blocks of rows included."""
@@ -221,12 +222,22 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit() -> None:
     h = torch.randn(80, 160, generator=torch.Generator().manual_seed(12))
     tiles = kernels_moe().tiles_for(80)
     assert not tiles.plan  # scanned by default at this count
+    plans = []  # the pair tables built
+    planned_table = kernels_moe()._planned
+
+    def counted(ids: torch.Tensor, experts: int, slots: torch.Tensor | None) -> torch.Tensor:
+        plans.append(ids)
+        return planned_table(ids, experts, slots)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(kernels_moe(), "_planned", counted)
     with torch.no_grad():
         ids, _ = routing.route(h, moe.gate.weight, 6, 1.0)
         assert ids.flatten().bincount().max().item() > kernels_moe().rows_per_program(80)
         scanned = ours(h)
+        assert not plans
         ours.tiles = dataclasses.replace(tiles, plan=True)
         planned = ours(h)
+        assert len(plans) == 1  # the table the kernels read
         torch.testing.assert_close(planned, moe(h[None])[0], rtol=1e-5, atol=1e-6)
     assert torch.equal(planned, scanned)
 
@@ -502,6 +513,37 @@ def test_a_pass_launched_a_layer_at_a_time_between_steps_changes_no_token(model)
 
     got, expected = tokens(beside), tokens(alone)
     assert got == expected and min(len(t) for t in got.values()) > layers
+
+
+def test_a_kernel_failing_mid_pass_falls_back_to_the_torch_ops_for_the_whole_pass(model) -> None:  # type: ignore[no-untyped-def]
+    """A Triton launch failing after a pass's first layer: the runner turns our kernels off
+    and runs the pass again in torch ops, every layer's rows rewritten: the logits are the
+    torch ops' own."""
+
+    def first_pass(fused: bool):  # type: ignore[no-untyped-def]
+        scheduler = _scheduler(model, fused=fused)
+        request = _request(model, "a", [1, 2], [5], 4)
+        sequence = scheduler._allocate(request)
+        return scheduler.runner, [(sequence, sequence.segments, [n.embeds for n in request.new])]
+
+    runner, items = first_pass(fused=False)
+    expected = runner.prefill_many(items)
+    runner, items = first_pass(fused=True)
+    assert runner.fused is not None
+    real = runner.fused.prefill_layers
+
+    def failing(*args):  # type: ignore[no-untyped-def]
+        launches = real(*args)
+        next(launches)  # the first layer launched, and its rows written
+        yield
+        raise RuntimeError("a Triton launch failed")
+
+    runner.fused.prefill_layers = failing  # type: ignore[method-assign]
+    launches = runner.prefill_pass(items)
+    next(launches)
+    got = run_through(launches)
+    assert runner.fused is None
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("prefill_moe", ["module", "grouped_mm", "kernels"])
