@@ -175,8 +175,9 @@ class Scheduler:
         else:
             if launched is not None:
                 self._observe(launched)
-            self._fill(None, self.runner.steps_mark())  # nothing decoding: every pass whole
-            self._join(wait=True)
+            if self._filling:  # nothing decoding beside them: every pass whole
+                self._fill(None, self.runner.steps_mark())
+                self._join(wait=True)
         return self._retire()
 
     @property
