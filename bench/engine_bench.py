@@ -176,7 +176,6 @@ class Engine:
         )
         rows = getattr(args, "prefill_max_rows", 0)  # the benches that build one from few options
         self.scheduler.prefill_max_rows = rows or self.scheduler.prefill_max_rows
-        self.scheduler.prefill_layers_per_step = getattr(args, "prefill_layers_per_step", 0)
         self.loop = DecodeLoop(self.scheduler)
         self.planner = PageGroupPlanner(size=args.group_size, overlap=1)
         self.embed = model.model.language_model.embed_tokens
@@ -263,7 +262,6 @@ class Engine:
             "fused_kernels": self.runner.fused is not None,
             "prefill_moe": fused_step.PREFILL_MOE,
             "prefill_max_rows": self.scheduler.prefill_max_rows,
-            "prefill_layers_per_step": self.scheduler.prefill_layers_per_step,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
             ),
@@ -274,9 +272,7 @@ class Engine:
 
     def record_timeline(self) -> list[tuple[str, float, float, int]]:
         """From now on, each step and prefill pass of the loop: (kind, start, seconds, rows),
-        the seconds the host spent (launches, and waiting where the host reads the GPU); with
-        --prefill-layers-per-step, each "fill" of the passes beside a step (rows: the groups
-        in passes still filling)."""
+        the seconds the host spent (launches, and waiting where the host reads the GPU)."""
         events: list[tuple[str, float, float, int]] = []
         runner = self.runner
 
@@ -293,15 +289,6 @@ class Engine:
 
         runner.decode = timed("step", runner.decode, lambda a: len(a[0]))  # type: ignore[method-assign]
         runner.prefill_many = timed("prefill", runner.prefill_many, lambda a: len(a[0]))  # type: ignore[method-assign]
-        scheduler = self.scheduler
-        groups = [0]  # in the passes filling, at the last call
-        fill, timed_fill = scheduler._fill, timed("fill", scheduler._fill, lambda _: groups[0])
-
-        def fill_if_filling(*args):  # type: ignore[no-untyped-def]
-            groups[0] = sum(len(f.admitted) for f in scheduler._filling)
-            return (timed_fill if groups[0] else fill)(*args)
-
-        scheduler._fill = fill_if_filling  # type: ignore[method-assign]
         return events
 
     def step_ms(self, sequences: int, pages: int, steps: int) -> float:
@@ -368,12 +355,6 @@ def main() -> None:
     parser.add_argument(
         "--prefill-max-rows", type=int, default=0, help="rows a prefill pass (0: the default)"
     )
-    parser.add_argument(
-        "--prefill-layers-per-step",
-        type=int,
-        default=0,
-        help="launch passes a few layers between steps (Scheduler.prefill_layers_per_step)",
-    )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--timeline", type=Path, help="write each throughput run's steps and prefills (JSON)"
@@ -429,7 +410,6 @@ def main() -> None:
                 path.write_text(json.dumps(timeline))
                 for recorded in ("decode", "prefill_many"):  # the class's methods again
                     delattr(engine.runner, recorded)
-                delattr(engine.scheduler, "_fill")
             print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
         if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency

@@ -4,8 +4,7 @@
 # decode-step profile, the whole service (gpu_run.sh: the bare engine against the service, a
 # worker killed), then the engine bench, the longest (a loan that ends early has still
 # measured the service), and 128 documents again with a prefill's MoE each other way (the default
-# is grouped_mm: fused_step.PREFILL_MOE), and a prefill pass beside the steps (overlap: opt-in
-# unlimited_ocr.prefill_layers_per_step, whole passes against FILL_LAYERS).
+# is grouped_mm: fused_step.PREFILL_MOE), and a prefill pass beside the steps (overlap_bench).
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
@@ -70,17 +69,10 @@ if wanted prefill; then  # 128 documents again with a prefill's MoE each other w
     tail -4 "$OUTDIR/engine_bench_prefill_$moe.log"
   done
 fi
-if wanted overlap; then  # a pass beside the steps: the card alone, then 128 documents each way
+if wanted overlap; then  # a prefill pass beside the steps, on a second stream
   part overlap
   timeout 120 python3 -m bench.overlap_bench --switch-us 500 --out "$OUTDIR/overlap_bench.json" \
     >"$OUTDIR/overlap_bench.log" 2>&1
   tail -9 "$OUTDIR/overlap_bench.log"
-  for layers in ${FILL_LAYERS:-0 1}; do
-    timeout 150 python3 -m bench.engine_bench --skip-baseline --workspace-gb 24 --pages 100 \
-      --step-batches 128 --throughput-docs 128 --brief rswa --sr-swa-blocks 0 \
-      --prefill-layers-per-step "$layers" --out "$OUTDIR/engine_bench_fill_$layers.json" \
-      >"$OUTDIR/engine_bench_fill_$layers.log" 2>&1
-    grep "rswa_100p_128" "$OUTDIR/engine_bench_fill_$layers.log" | cut -c1-600
-  done
 fi
 part done

@@ -3,16 +3,15 @@ stream while sequences decode on the default one, against the same work one afte
 
 At the goals' short outputs a 128-document run is a quarter prefill (bench/RESULTS.md, runs
 D and F3): the steps read K and V at the card's memory bandwidth while the prefill's GEMMs are
-bound by its tensor cores, so the two might share the card. This measures it before the
-scheduler is built around it, the engine as it is (full-size v1, random bf16 weights):
+bound by its tensor cores, so the two might share the card. This measures it, the engine as
+it is (full-size v1, random bf16 weights). On an H100 they do not: 1.03-1.07x in every mode,
+the graphed pass's included (bench/RESULTS.md, session seven); a pass's GEMMs hold every SM.
 
 - ``steps``: ``--steps`` decode steps of ``--sequences`` sequences (8-page groups), alone;
 - ``passes``: ``--passes`` prefill passes of ``--groups`` 8-page groups each, alone;
 - ``one_thread``: the passes launched on the side stream, then the steps, from one thread
   (the decode loop's thread: the host launches a pass before it can launch a step);
 - ``interleaved``: one pass, then its share of the steps, and so on, from one thread;
-- ``sliced``: from one thread, ``--layers-per-step`` layers of a pass, then a step, and so on
-  (ModelRunner.prefill_pass launches a pass a layer at a time);
 - ``two_threads_<µs>``: the passes from a second thread, at each Python switch interval
   (the GIL passes between the threads at least that often);
 - ``graphed_*`` (GPU): one pass captured as a CUDA graph, so that its launches cost the host
@@ -107,35 +106,6 @@ def free(engine: Engine, items: list) -> None:
         engine.workspace.free(sequence.ring)
 
 
-def sliced_passes(
-    engine: Engine,
-    passes: int,
-    requests: list[DecodeRequest],
-    steps: int,
-    layers: int,
-    side: torch.cuda.Stream | None,
-) -> None:
-    """The passes one at a time, ``layers`` of a pass's layers launched on ``side`` between
-    two decode steps (ModelRunner.prefill_pass), then the steps left: one thread, which
-    never waits for a pass's launches to end before it launches a step."""
-    for _ in range(passes):
-        items = allocated(engine, requests)
-        launches = engine.runner.prefill_pass(items)
-        first, going = True, True
-        while going:
-            with beside(side) if first else on_stream(side):
-                for _ in range(layers):
-                    if next(launches, StopIteration) is StopIteration:
-                        going = False
-                        break
-            first = False
-            if steps:
-                decode_steps(engine, 1)
-                steps -= 1
-        free(engine, items)
-    decode_steps(engine, steps)
-
-
 def decode_steps(engine: Engine, steps: int) -> None:
     for _ in range(steps):
         engine.scheduler.step()
@@ -166,10 +136,6 @@ def captured_pass(engine: Engine, requests: list[DecodeRequest], stream: torch.c
     return graph
 
 
-def on_stream(stream: torch.cuda.Stream | None) -> contextlib.AbstractContextManager:
-    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
-
-
 def timed_ms(device: torch.device, work: Callable[[], None], repeats: int = 3) -> float:
     """Median wall ms of ``work``, from a synced card to a synced card, after one warm-up."""
     times = []
@@ -190,14 +156,11 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--groups", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--layers-per-step", type=int, default=2, help="sliced: layers a step")
     parser.add_argument("--switch-us", type=int, nargs="+", default=[5000, 500, 100])
     parser.add_argument("--workspace-gb", type=float, default=24.0)
     parser.add_argument("--sr-swa-blocks", type=int, default=0, help="0: R-SWA (the default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    if args.layers_per_step < 1:
-        parser.error("--layers-per-step: at least 1")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     if args.tiny:
@@ -211,7 +174,7 @@ def main() -> None:
         group_size=PAGES,
     )
     engine = Engine(model, options, device, dtype, sr_swa_blocks=args.sr_swa_blocks)
-    runs = 7 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
+    runs = 6 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
     start_decoding(engine, args.sequences, 4 * runs * args.steps)
     side = torch.cuda.Stream() if device.type == "cuda" else None
     # made once (the service's vision thread makes them, apart from the loop)
@@ -235,9 +198,6 @@ def main() -> None:
                 prefill_passes(engine, 1, requests)
             decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
 
-    def sliced() -> None:
-        sliced_passes(engine, args.passes, requests, args.steps, args.layers_per_step, side)
-
     def two_threads() -> None:
         def prefill_thread() -> None:
             with beside(side):
@@ -255,7 +215,6 @@ def main() -> None:
         "passes_ms": timed_ms(device, passes),
         "one_thread_ms": timed_ms(device, one_thread),
         "interleaved_ms": timed_ms(device, interleaved),
-        "sliced_ms": timed_ms(device, sliced),
     }
     default_interval = sys.getswitchinterval()
     for micros in args.switch_us:
@@ -273,7 +232,8 @@ def main() -> None:
         f"{results['passes_ms']:.1f} ms, one after the other {serial:.1f} ms"
     )
     for key, value in results.items():
-        if key.endswith("_ms") and key not in ("steps_ms", "passes_ms", "serial_ms"):
+        alone = ("steps_ms", "passes_ms", "serial_ms", "graphed_passes_ms")
+        if key.endswith("_ms") and key not in alone:
             baseline = serial
             if key.startswith("graphed_beside"):  # against the graphed passes, then the steps
                 baseline = results["steps_ms"] + results["graphed_passes_ms"]

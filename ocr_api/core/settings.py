@@ -114,11 +114,6 @@ class UnlimitedOcrSettings(_Section):
     # pass (an 8-page group is ~2,200): 2.35 GB of activations at 16,384, 1.46 at 8,192, whose
     # passes of half the groups left 128 documents 7% slower (README, capacity; RESULTS run D).
     prefill_max_rows: int = Field(16384, ge=1)
-    # Groups admitted while others decode: their pass launched this many layers between two
-    # steps, on a stream beside the steps', instead of whole before the next step (the steps
-    # read memory, a pass's GEMMs compute; bench/overlap_bench.py). 0, the default until it is
-    # measured on the card: every pass whole.
-    prefill_layers_per_step: int = Field(0, ge=0)
     kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group
     # A group whose boundary page's KV is reused here is fed that page's section as the previous
     # group wrote it, instead of decoding it again; off: the section is decoded (and skipped).

@@ -79,7 +79,7 @@ class DecodeLoop:
                 continue
             for item in finished:
                 self._pending.pop(item.sequence.seq_id).set_result(item)
-            stalled = not self.scheduler.busy and not finished
+            stalled = not self.scheduler.running and not finished
 
     def _drain(self, *, block: bool) -> None:
         while True:

@@ -122,7 +122,6 @@ class UnlimitedOcrEngine(OcrEngine):
             self.window,
             reclaim=self._reclaim_oldest,
             prefill_max_rows=self.options.prefill_max_rows,
-            prefill_layers_per_step=self.options.prefill_layers_per_step,
         )
         if device.type == "cuda":  # the loop thread must get the GIL back quickly (settings.py)
             sys.setswitchinterval(self.options.gil_switch_interval_ms / 1000)

@@ -5,7 +5,6 @@ MLPs routed on the GPU (moe_kernels.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 import torch
@@ -75,7 +74,7 @@ class FusedStep:
         return self.lm_head(h)  # type: ignore[no-any-return]
 
     @torch.no_grad()
-    def prefill_layers(
+    def prefill(
         self,
         x: torch.Tensor,  # (T, hidden): the new segments' embeddings, every part's in turn
         cos: torch.Tensor,
@@ -84,11 +83,11 @@ class FusedStep:
         v_pool: torch.Tensor,
         new_rows: torch.Tensor,  # (T,) where the new rows' k and v go
         packed: PrefillPass,  # each sequence's tokens, and the rows they attend to
-    ) -> Generator[None, None, torch.Tensor]:
+    ) -> torch.Tensor:
         """Prefills with the step's norm, QKV and RoPE kernels: a group's prefill is ~1,500
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
-        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE). Yields once each
-        layer is launched; returns each part's last-row logits, (len(parts), V)."""
+        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE).
+        Returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
         for index, layer in enumerate(self.layers):
@@ -107,7 +106,6 @@ class FusedStep:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
-            yield
         return self.lm_head(h.index_select(0, packed.last_rows)).float()
 
     def _norm_after(self, index: int) -> Any:

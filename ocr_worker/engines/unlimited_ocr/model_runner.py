@@ -8,9 +8,7 @@ positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGI
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +20,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass, run_through
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
 from ocr_worker.engines.unlimited_ocr.sampling import on_device
 from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector
@@ -78,9 +76,6 @@ class ModelRunner:
         self.prefill_rows_computed = 0  # prefill work, counted for tests and benchmarks
         self._batch_cache: tuple[tuple[tuple[int, int], ...], BatchRows] | None = None
         self.graphs = CudaGraphSteps(self) if cuda_graphs and device.type == "cuda" else None
-        # Where prefill passes launched between steps run (``beside``), at the default priority:
-        # the steps' stream (the loop thread's) is the engine's high-priority one.
-        self._prefill_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         # Our Triton kernels for the decode step (fused_step.py); Triton needs the GPU, or its
         # interpreter (TRITON_INTERPRET=1), which the tests use on the CPU.
         self.fused: FusedStep | None = None
@@ -142,37 +137,13 @@ class ModelRunner:
             segment.first_position = first_position
         self._batch_cache = None
 
-    def steps_mark(self) -> torch.cuda.Event | None:
-        """A mark after the work launched so far on the steps' stream (None on the CPU): what a
-        pass's first launches wait for (``beside``)."""
-        if self._prefill_stream is None:
-            return None
-        mark = torch.cuda.Event()
-        mark.record(torch.cuda.current_stream(self.device))
-        return mark
-
-    @contextlib.contextmanager
-    def beside(self, after: torch.cuda.Event | None) -> Iterator[None]:
-        """Launches inside go to the prefill stream, beside the steps (Scheduler's
-        ``prefill_layers_per_step``), once the steps' stream has reached ``after``
-        (``steps_mark``), as a pass's first launches must: the rows it writes may have been a
-        retired sequence's, written by its last step, and a reused page's keys were rotated on
-        the steps' stream when the pass was admitted."""
-        stream = self._prefill_stream
-        if stream is None:
-            yield
-            return
-        if after is not None:
-            stream.wait_event(after)
-        with torch.cuda.stream(stream):
-            yield
-
     @torch.no_grad()
     def prefill(self, sequence: Sequence, new: list[Segment], embeds: torch.Tensor) -> torch.Tensor:
         """Compute the KV of the ``new`` segments (embeds: (T, hidden)) attending to the
         sequence's other, already filled segments; returns the logits of the last row (V,)."""
         return self.prefill_many([(sequence, new, [embeds])])[0]
 
+    @torch.no_grad()
     def prefill_many(
         self, items: list[tuple[Sequence, list[Segment], list[torch.Tensor]]]
     ) -> torch.Tensor:
@@ -183,15 +154,6 @@ class ModelRunner:
         more than one did. ``items``: each sequence, its new segments and their embeddings
         (joined here once, for the whole pass). Returns each sequence's last-row logits,
         (len(items), V)."""
-        return run_through(self.prefill_pass(items))
-
-    @torch.no_grad()
-    def prefill_pass(
-        self, items: list[tuple[Sequence, list[Segment], list[torch.Tensor]]]
-    ) -> Generator[None, None, torch.Tensor]:
-        """``prefill_many``, launched a layer at a time: it yields after each layer of our
-        kernels (the torch ops' fallback runs whole) and returns the logits. Between two
-        layers the host is free to launch decode steps, on another stream."""
         hosted, start = [], 0
         for sequence, new, segments in items:
             count = sum(e.shape[0] for e in segments)
@@ -225,10 +187,8 @@ class ModelRunner:
         self._batch_cache = None
         if self.fused is not None:
             try:
-                return (
-                    yield from self.fused.prefill_layers(
-                        embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, packed
-                    )
+                return self.fused.prefill(
+                    embeds.to(self.dtype), cos, sin, self.k_pool, self.v_pool, written, packed
                 )
             except torch.cuda.OutOfMemoryError:  # the kernels are not at fault: keep them
                 raise

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TypeVar
 
 import structlog
 import torch
 from torch.nn.attention.bias import causal_lower_right
 
 log = structlog.get_logger(__name__)
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -77,12 +74,3 @@ class PrefillPass:
 
 
 _varlen = True  # off once the varlen kernel has failed in this process
-
-
-def run_through(launches: Generator[None, None, T]) -> T:
-    """Every step of a prefill launched a layer at a time, one after the other; its result."""
-    while True:
-        try:
-            next(launches)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]

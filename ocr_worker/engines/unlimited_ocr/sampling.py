@@ -23,10 +23,6 @@ class Chosen:
     picks: torch.Tensor  # (2, B) on the host (pinned): the model's own choice, then ``tokens``
     ready: torch.cuda.Event | None  # None on the CPU, where the copy is already done
 
-    def landed(self) -> bool:
-        """Whether ``read`` would return at once."""
-        return self.ready is None or self.ready.query()
-
     def read(self) -> tuple[list[int], list[int]]:
         """(wanted, chosen) per row, once the copy has landed."""
         if self.ready is not None:

@@ -9,7 +9,7 @@ their blocks back, except the segments their document keeps for its next page gr
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -68,18 +68,6 @@ class Launched:
 
 
 @dataclass
-class Filling:
-    """A prefill pass launched a few layers at a time between steps: its sequences, not yet
-    running, and its launches still to come; its first tokens, once its last layer is
-    launched (queued on the device, joined when they land)."""
-
-    admitted: list[tuple[Sequence, DecodeRequest]]
-    launches: Generator[None, None, torch.Tensor]
-    started: bool = False
-    first_tokens: Launched | None = None
-
-
-@dataclass
 class Scheduler:
     runner: ModelRunner
     workspace: VisualKVWorkspace
@@ -102,12 +90,6 @@ class Scheduler:
     # The token choice in choice_kernels while the runner's step runs in our kernels; torch's
     # ops once a launch of them fails (as the runner falls back for its step).
     _choice_kernels: bool = field(default=True, init=False)
-    # Layers of a prefill pass launched between two steps, on the runner's prefill stream,
-    # while sequences are decoding: the steps read K and V at the card's memory bandwidth, a
-    # pass's GEMMs are bound by its tensor cores (bench/overlap_bench.py measures the two
-    # together). 0: every pass whole, before the next step.
-    prefill_layers_per_step: int = 0
-    _filling: deque[Filling] = field(default_factory=deque, init=False)
 
     def submit(self, request: DecodeRequest) -> None:
         """Queue a request; one that could never run is refused here, alone."""
@@ -140,7 +122,6 @@ class Scheduler:
         dropped. SR-SWA's block choice follows the page the guard has seen, so with a selector
         every step reads its tokens before the next is launched."""
         self._admit()
-        self._join(wait=False)
         launched, self._launched = self._launched, None
         unread = launched.unread() if launched is not None else set()
         # A sequence whose unread token is its last by budget is not stepped again.
@@ -151,45 +132,31 @@ class Scheduler:
         ]
         if active:
             self.steps += 1
-            # A pass starting beside this step waits for the steps before it, not for it.
-            mark = self.runner.steps_mark() if self._filling else None
             with clock.timed("decode"):
                 sequences = [s for s, _ in active]
                 fed = self._fed_tokens(active, launched)
                 logits = self.runner.decode(sequences, tokens=fed)
-                if launched is not None:
+                if launched is not None:  # the GPU computes this step meanwhile
                     self._observe(launched)
                 chosen = self._choose(active, logits)
-            # Launched while the GPU computes the step and its choice, queued first.
-            self._fill(self._layers_beside(len(active)), mark)
-            in_step = not self.overlap or self.runner.selector is not None
-            if in_step and chosen is not None:
-                with clock.timed("decode"):
+                in_step = not self.overlap or self.runner.selector is not None
+                if in_step and chosen is not None:
                     self._observe(chosen)
-            else:
-                self._launched = chosen
+                else:
+                    self._launched = chosen
             # Rows whose sequence ended on the token just read rode along and write nothing.
             clock.add("tokens", sum(chosen.live) if chosen is not None else 0)
             clock.add("steps", 1)  # with step_rows: how full the steps ran, in the service too
             clock.add("step_rows", len(active))
-        else:
-            if launched is not None:
-                self._observe(launched)
-            if self._filling:  # nothing decoding beside them: every pass whole
-                self._fill(None, self.runner.steps_mark())
-                self._join(wait=True)
+        elif launched is not None:
+            self._observe(launched)
         return self._retire()
-
-    @property
-    def busy(self) -> bool:
-        """Sequences decoding, or passes filling: the next step has work."""
-        return bool(self.running or self._filling)
 
     def run(self) -> list[Finished]:
         done: list[Finished] = []
-        while self.waiting or self.busy:
+        while self.waiting or self.running:
             finished = self.step()
-            if not finished and not self.busy and self.waiting:
+            if not finished and not self.running and self.waiting:
                 raise RuntimeError("a request can never fit in the workspace")
             done += finished
         return done
@@ -210,12 +177,12 @@ class Scheduler:
     def _admit_passes(self) -> list[Launched]:
         """Prefill what fits, pass by pass; each pass's first tokens are chosen, not read."""
         launched: list[Launched] = []
-        while self.waiting and self._taken() < self.max_concurrency:
+        while self.waiting and len(self.running) < self.max_concurrency:
             admitted: list[tuple[Sequence, DecodeRequest]] = []
             rows = 0
             while (
                 self.waiting
-                and self._taken() + len(admitted) < self.max_concurrency
+                and len(self.running) + len(admitted) < self.max_concurrency
                 and (not admitted or rows + _new_rows(self.waiting[0]) <= self.prefill_max_rows)
             ):
                 sequence = self._allocate(self.waiting[0])
@@ -227,84 +194,28 @@ class Scheduler:
                 rows += _new_rows(admitted[-1][1])
             if not admitted:
                 break
-            if self.prefill_layers_per_step:
-                items = _prefill_items(admitted)
-                self._filling.append(Filling(admitted, self.runner.prefill_pass(items)))
-            else:
-                launched.append(self._prefill(admitted))
+            launched.append(self._prefill(admitted))
         return launched
-
-    def _taken(self) -> int:
-        """Sequences holding a slot: running, or in a pass still filling."""
-        return len(self.running) + sum(len(f.admitted) for f in self._filling)
 
     def _prefill(self, admitted: list[tuple[Sequence, DecodeRequest]]) -> Launched:
         """Prefill the admitted requests in one pass and queue the choice of their first
         tokens (read by the caller)."""
         self.running += admitted  # running before the pass: if it fails, abort_all frees them
         with clock.timed("prefill"):
-            logits = self.runner.prefill_many(_prefill_items(admitted))
-            return self._first_tokens(admitted, logits)
-
-    def _first_tokens(
-        self, admitted: list[tuple[Sequence, DecodeRequest]], logits: torch.Tensor
-    ) -> Launched:
-        """After a pass: the output already written fed, each first token's choice queued."""
-        firsts = [
-            self._feed(sequence, list(request.already_generated))
-            if request.already_generated
-            else first
-            for (sequence, request), first in zip(admitted, logits, strict=True)
-        ]
-        first_tokens = self._choose(admitted, torch.stack(firsts))
+            logits = self.runner.prefill_many(
+                [(s, s.segments[len(r.reused) :], [n.embeds for n in r.new]) for s, r in admitted]
+            )
+            firsts = [
+                self._feed(sequence, list(request.already_generated))
+                if request.already_generated
+                else first
+                for (sequence, request), first in zip(admitted, logits, strict=True)
+            ]
+            first_tokens = self._choose(admitted, torch.stack(firsts))
         assert first_tokens is not None  # no guard has finished a sequence not yet begun
         clock.add("tokens", len(admitted))
         clock.add("prefill_passes", 1)
         return first_tokens
-
-    def _layers_beside(self, rows: int) -> int | None:
-        """Layers of the filling passes to launch beside a step of ``rows`` sequences: None
-        (all) while fewer decode than wait in them, as when a round of groups ends together
-        and the first next group decodes alone: a pass beside a near-empty step only delays
-        the groups waiting on it."""
-        waiting = sum(len(f.admitted) for f in self._filling if f.first_tokens is None)
-        if not self.prefill_layers_per_step or rows < waiting:  # 0: set off while filling
-            return None
-        return self.prefill_layers_per_step
-
-    def _fill(self, layers: int | None, mark: torch.cuda.Event | None) -> None:
-        """Launch the next ``layers`` layers of the passes filling (None: all of them), on
-        the runner's prefill stream, a pass's first ones once the steps have reached
-        ``mark`` (ModelRunner.beside); a pass whose last layer is launched queues its first
-        tokens there too."""
-        for filling in self._filling:
-            if layers == 0:
-                return
-            if filling.first_tokens is not None:
-                continue
-            after = None if filling.started else mark
-            with clock.timed("prefill"), self.runner.beside(after):
-                filling.started = True
-                while layers is None or layers > 0:
-                    try:
-                        next(filling.launches)
-                    except StopIteration as done:
-                        filling.first_tokens = self._first_tokens(filling.admitted, done.value)
-                        break
-                    layers = None if layers is None else layers - 1
-
-    def _join(self, *, wait: bool) -> None:
-        """Passes whose first tokens have landed (or, with ``wait``, every filled one) join
-        the running sequences, in the order they were admitted. A pass's first tokens follow
-        its last layer on its stream: once they land, its rows are written."""
-        while self._filling and self._filling[0].first_tokens is not None:
-            filling = self._filling[0]
-            assert filling.first_tokens is not None
-            if not (wait or filling.first_tokens.chosen.landed()):
-                return
-            self._observe(filling.first_tokens)
-            self.running += filling.admitted
-            self._filling.popleft()
 
     def _allocate(self, request: DecodeRequest) -> Sequence | None:
         sizes = [n.embeds.shape[0] for n in request.new] + [self.window]
@@ -397,15 +308,11 @@ class Scheduler:
 
     def abort_all(self) -> None:
         """Drop every request after a failed step; reused segments stay with their document."""
-        for filling in self._filling:
-            filling.launches.close()
-        admitted = [pair for f in self._filling for pair in f.admitted]
-        for sequence, request in self.running + admitted:
+        for sequence, request in self.running:
             for segment in sequence.segments[len(request.reused) :]:
                 self.workspace.free(segment.blocks)
             self.workspace.free(sequence.ring)
         self.running.clear()
-        self._filling.clear()
         self.waiting.clear()
         self._launched = None
 
@@ -428,13 +335,6 @@ class Scheduler:
             finished.append(Finished(sequence, kept))
         self.running = still
         return finished
-
-
-def _prefill_items(
-    admitted: list[tuple[Sequence, DecodeRequest]],
-) -> list[tuple[Sequence, list[Segment], list[torch.Tensor]]]:
-    """What the runner's pass takes: each sequence, its new segments, their embeddings."""
-    return [(s, s.segments[len(r.reused) :], [n.embeds for n in r.new]) for s, r in admitted]
 
 
 def _new_rows(request: DecodeRequest) -> int:

@@ -24,7 +24,6 @@ from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.prefill_part import run_through  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table, step_inputs  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
@@ -477,75 +476,6 @@ def test_the_token_choice_in_kernels_reads_the_models_own_dtype_and_odd_vocabula
     assert wanted[1] == 1100
 
 
-def test_a_pass_launched_a_layer_at_a_time_between_steps_changes_no_token(model) -> None:  # type: ignore[no-untyped-def]
-    """ModelRunner.prefill_pass yields once each layer of our kernels is launched, so that
-    decode steps can be launched between its layers. Steps of two running sequences between
-    a third group's layers: the pass's logits are those of the pass launched whole, and the
-    running sequences choose the tokens they choose with the pass launched before them."""
-    layers = len(model.model.language_model.layers)
-
-    def decoding():  # type: ignore[no-untyped-def]
-        scheduler = _scheduler(model, fused=True)
-        scheduler.submit(_request(model, "a", [1], [5], 10 + layers))
-        scheduler.submit(_request(model, "b", [2, 3], [5, 6, 7], 10 + layers))
-        scheduler.step()
-        request = _request(model, "c", [4, 5], [9], 6)
-        sequence = scheduler._allocate(request)
-        return scheduler, [(sequence, sequence.segments, [n.embeds for n in request.new])]
-
-    alone, items = decoding()
-    whole = alone.runner.prefill_many(items)
-    for _ in range(layers):
-        alone.step()
-
-    beside, items = decoding()
-    launches = beside.runner.prefill_pass(items)
-    for _ in range(layers):  # a step after each layer's launches
-        next(launches)
-        beside.step()
-    with pytest.raises(StopIteration) as done:
-        next(launches)
-    torch.testing.assert_close(done.value.value, whole, rtol=0, atol=0)
-
-    def tokens(scheduler):  # type: ignore[no-untyped-def]
-        scheduler.step()  # reads the last step's tokens
-        return {s.seq_id: s.generated for s, _ in scheduler.running}
-
-    got, expected = tokens(beside), tokens(alone)
-    assert got == expected and min(len(t) for t in got.values()) > layers
-
-
-def test_a_kernel_failing_mid_pass_falls_back_to_the_torch_ops_for_the_whole_pass(model) -> None:  # type: ignore[no-untyped-def]
-    """A Triton launch failing after a pass's first layer: the runner turns our kernels off
-    and runs the pass again in torch ops, every layer's rows rewritten: the logits are the
-    torch ops' own."""
-
-    def first_pass(fused: bool):  # type: ignore[no-untyped-def]
-        scheduler = _scheduler(model, fused=fused)
-        request = _request(model, "a", [1, 2], [5], 4)
-        sequence = scheduler._allocate(request)
-        return scheduler.runner, [(sequence, sequence.segments, [n.embeds for n in request.new])]
-
-    runner, items = first_pass(fused=False)
-    expected = runner.prefill_many(items)
-    runner, items = first_pass(fused=True)
-    assert runner.fused is not None
-    real = runner.fused.prefill_layers
-
-    def failing(*args):  # type: ignore[no-untyped-def]
-        launches = real(*args)
-        next(launches)  # the first layer launched, and its rows written
-        yield
-        raise RuntimeError("a Triton launch failed")
-
-    runner.fused.prefill_layers = failing  # type: ignore[method-assign]
-    launches = runner.prefill_pass(items)
-    next(launches)
-    got = run_through(launches)
-    assert runner.fused is None
-    torch.testing.assert_close(got, expected, rtol=0, atol=0)
-
-
 @pytest.mark.parametrize("prefill_moe", ["module", "grouped_mm", "kernels"])
 def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # type: ignore[no-untyped-def]
     model, monkeypatch, prefill_moe: str
@@ -582,9 +512,9 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
             calls["step"] += 1
             return real(*args)
 
-        def prefill_layers(self, *args):  # type: ignore[no-untyped-def]
+        def prefill(self, *args):  # type: ignore[no-untyped-def]
             calls["prefill"] += 1
-            return real.prefill_layers(*args)
+            return real.prefill(*args)
 
     runner.fused = Counted()  # type: ignore[assignment]
     choices = []  # and every token chosen in choice_kernels, the guard's bans applied there
