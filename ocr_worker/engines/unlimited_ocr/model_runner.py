@@ -338,7 +338,7 @@ class ModelRunner:
     def _batch(self, sequences: list[Sequence]) -> BatchRows:
         """The rows each sequence reads, rebuilt only when the batch or a page changes."""
         key = tuple((id(s), s.guard.current_page if self.selector else 0) for s in sequences)
-        cached = self._batch_cache  # read once: a prefill on another thread may drop it
+        cached = self._batch_cache  # read once: overlap_bench prefills from another thread
         if cached is None or cached[0] != key:
             cached = self._batch_cache = (key, self._build_batch(sequences))
         return cached[1]
