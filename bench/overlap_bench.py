@@ -42,7 +42,7 @@ import torch
 
 from bench import engine_bench
 from bench.engine_bench import Engine, build_model, free_running_guard, stand_in, sync
-from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
+from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, free_segments
 
 PAGES = 8  # a page group
 
@@ -84,26 +84,18 @@ def prefill_passes(engine: Engine, passes: int, requests: list[DecodeRequest]) -
     """``passes`` passes of these groups through the runner, as admission runs them (rows
     allocated in the workspace, prefilled, their first logits), each freed after its pass."""
     for _ in range(passes):
-        items = allocated(engine, requests)
-        engine.runner.prefill_many(items)
-        free(engine, items)
-
-
-def allocated(engine: Engine, requests: list[DecodeRequest]) -> list:
-    """A pass's items, their rows taken from the workspace."""
-    items = []
-    for request in requests:
-        sequence = engine.scheduler._allocate(request)
-        assert sequence is not None, "the workspace is full: raise --workspace-gb"
-        items.append((sequence, sequence.segments, [n.embeds for n in request.new]))
-    return items
-
-
-def free(engine: Engine, items: list) -> None:
-    for sequence, _, _ in items:
-        for segment in sequence.segments:
-            engine.workspace.free(segment.blocks)
-        engine.workspace.free(sequence.ring)
+        admitted = [engine.scheduler._allocate(request) for request in requests]
+        assert all(admitted), "the workspace is full: raise --workspace-gb"
+        sequences = [s for s in admitted if s is not None]
+        engine.runner.prefill_many(
+            [
+                (s, s.segments, [n.embeds for n in r.new])
+                for s, r in zip(sequences, requests, strict=True)
+            ]
+        )
+        for sequence in sequences:
+            free_segments(engine.workspace, sequence.segments)
+            engine.workspace.free(sequence.ring)
 
 
 def decode_steps(engine: Engine, steps: int) -> None:
