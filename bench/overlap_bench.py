@@ -17,6 +17,11 @@ the graphed pass's included (bench/RESULTS.md, session seven); a pass's GEMMs ho
 - ``graphed_*`` (GPU): one pass captured as a CUDA graph, so that its launches cost the host
   nothing: the passes replayed alone, then beside the steps, then beside steps on a stream of
   higher priority. What the card itself can overlap, whatever the host does.
+- ``green<N>_*`` (GPU, ``--prefill-sms``): the passes on a stream of a CUDA green context of N
+  SMs, so that their GEMMs cannot hold the whole card: the graphed passes there alone
+  (``passes``), beside steps on the default stream (``beside``), beside steps on a green
+  context of the other SMs (``split``), and eager passes in turn with the steps
+  (``interleaved``).
 
     python3 -m bench.overlap_bench [--sequences 128] [--passes 4] [--steps 20]
     python3 -m bench.overlap_bench --tiny --sequences 4 --groups 2 --steps 4   # CPU smoke run
@@ -151,6 +156,9 @@ def main() -> None:
     parser.add_argument("--switch-us", type=int, nargs="+", default=[5000, 500, 100])
     parser.add_argument("--workspace-gb", type=float, default=24.0)
     parser.add_argument("--sr-swa-blocks", type=int, default=0, help="0: R-SWA (the default)")
+    parser.add_argument(
+        "--prefill-sms", type=int, nargs="*", default=[], help="green contexts' SM counts"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -166,7 +174,7 @@ def main() -> None:
         group_size=PAGES,
     )
     engine = Engine(model, options, device, dtype, sr_swa_blocks=args.sr_swa_blocks)
-    runs = 6 + len(args.switch_us)  # each timed_ms: a warm-up and three repeats
+    runs = 6 + len(args.switch_us) + 5 * len(args.prefill_sms)  # each: a warm-up, 3 repeats
     start_decoding(engine, args.sequences, 4 * runs * args.steps)
     side = torch.cuda.Stream() if device.type == "cuda" else None
     # made once (the service's vision thread makes them, apart from the loop)
@@ -215,6 +223,8 @@ def main() -> None:
     sys.setswitchinterval(default_interval)
     if side is not None:
         graphed(engine, args, side, requests, steps, results)
+        for sms in args.prefill_sms:
+            partitioned(engine, args, sms, side, requests, steps, results)
     serial = results["steps_ms"] + results["passes_ms"]
     results["serial_ms"] = serial
     rule = f"SR-SWA ({args.sr_swa_blocks} blocks)" if args.sr_swa_blocks else "R-SWA"
@@ -224,15 +234,17 @@ def main() -> None:
         f"{results['passes_ms']:.1f} ms, one after the other {serial:.1f} ms"
     )
     for key, value in results.items():
-        alone = ("steps_ms", "passes_ms", "serial_ms", "graphed_passes_ms")
-        if key.endswith("_ms") and key not in alone:
+        alone = ("steps_ms", "serial_ms")
+        if key.endswith("_ms") and key not in alone and not key.endswith("passes_ms"):
             baseline = serial
-            if key.startswith("graphed_beside"):  # against the graphed passes, then the steps
+            if key.startswith(("graphed_beside", "green")):  # graphed passes, then the steps
                 baseline = results["steps_ms"] + results["graphed_passes_ms"]
             print(f"  {key[:-3]:<24} {value:8.1f} ms   serial / this {baseline / value:.2f}")
-    if "graphed_error" in results:
-        print("  graphed:", results["graphed_error"])
+    for key, value in results.items():
+        if key.endswith("_error"):
+            print(f"  {key[:-6]}: {value}")
     engine.scheduler.abort_all()
+    results.pop("graph", None)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
 
@@ -272,6 +284,107 @@ def graphed(
     results["graphed_passes_ms"] = timed_ms(device, replays)
     results["graphed_beside_ms"] = timed_ms(device, replays_then_steps)
     results["graphed_beside_urgent_ms"] = timed_ms(device, replays_then_urgent_steps)
+    results["graph"] = graph  # for the green contexts' modes; dropped before writing
+
+
+def green_stream(device: torch.device, sms: int) -> tuple[Any, torch.cuda.Stream] | str:
+    """A stream whose kernels run on ``sms`` of the card's SMs only (a CUDA green context,
+    kept alive with it), or the error's text where this torch or driver has none."""
+    try:
+        from torch.cuda.green_contexts import GreenContext
+
+        context: Any = GreenContext.create(num_sms=sms, device_id=device.index or 0)
+        return context, context.Stream()
+    except Exception as error:  # noqa: BLE001 (reported: the other modes stand)
+        return f"{type(error).__name__}: {error}"[:300]
+
+
+def partitioned(
+    engine: Engine,
+    args: argparse.Namespace,
+    sms: int,
+    side: torch.cuda.Stream,
+    requests: list[DecodeRequest],
+    steps: Any,
+    results: dict,
+) -> None:
+    """The passes confined to ``sms`` SMs, the steps free or on the other SMs."""
+    device = engine.device
+    graph: Any = results.get("graph")
+    total = torch.cuda.get_device_properties(device).multi_processor_count
+    prefill = green_stream(device, sms)
+    decode = green_stream(device, total - sms)
+    for name, made in (("prefill", prefill), ("decode", decode)):
+        if isinstance(made, str):
+            results[f"green{sms}_{name}_error"] = made
+    if isinstance(prefill, str):
+        return
+    stream = prefill[1]
+
+    def replays() -> None:
+        with beside(stream):
+            for _ in range(args.passes):
+                graph.replay()
+
+    def replays_then_steps() -> None:
+        replays()
+        steps()
+
+    def interleaved() -> None:
+        share = max(1, args.steps // args.passes)
+        for done in range(args.passes):
+            with beside(stream):
+                prefill_passes(engine, 1, requests)
+            decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
+
+    def eager_passes() -> None:
+        with beside(stream):
+            prefill_passes(engine, args.passes, requests)
+
+    def eager_thread_beside() -> None:  # the host's launches of the passes off the steps' way
+        thread = threading.Thread(target=eager_passes)
+        thread.start()
+        steps()
+        thread.join()
+
+    context = prefill[0]
+    context.set_context()  # captured inside the green context: does its replay stay there?
+    try:
+        own = captured_pass(engine, requests, stream)
+    finally:
+        context.pop_context()
+
+    def own_replays() -> None:
+        with beside(stream):
+            for _ in range(args.passes):
+                own.replay()
+
+    def own_replays_then_steps() -> None:
+        own_replays()
+        steps()
+
+    try:
+        results[f"green{sms}_eager_passes_ms"] = timed_ms(device, eager_passes)
+        results[f"green{sms}_eager_thread_ms"] = timed_ms(device, eager_thread_beside)
+        if isinstance(own, str):
+            results[f"green{sms}_capture_error"] = own
+        else:
+            results[f"green{sms}_own_graph_passes_ms"] = timed_ms(device, own_replays)
+            results[f"green{sms}_own_graph_beside_ms"] = timed_ms(device, own_replays_then_steps)
+        if graph is not None and not isinstance(graph, str):
+            results[f"green{sms}_passes_ms"] = timed_ms(device, replays)
+            results[f"green{sms}_beside_ms"] = timed_ms(device, replays_then_steps)
+            if not isinstance(decode, str):
+
+                def replays_then_split_steps() -> None:
+                    replays()
+                    with beside(decode[1]):
+                        steps()
+
+                results[f"green{sms}_split_ms"] = timed_ms(device, replays_then_split_steps)
+        results[f"green{sms}_interleaved_ms"] = timed_ms(device, interleaved)
+    except Exception as error:  # noqa: BLE001
+        results[f"green{sms}_run_error"] = f"{type(error).__name__}: {error}"[:300]
 
 
 if __name__ == "__main__":
