@@ -44,6 +44,15 @@ VARIANTS: dict[str, Tiles | None] = {
     "plan_w4_n64_k64_s4": Tiles(gate_up_n=64, down_n=64, k=64, stages=4, plan=True),
     "plan_w4_n16_k128_s5": Tiles(gate_up_n=16, down_n=16, stages=5, plan=True),
     "plan_w8_n32_s2": Tiles(gate_up_n=32, down_n=64, warps=8, stages=2, plan=True),
+    # each tile transposed (weights · rowsᵀ): Hopper's warpgroup MMA (M = the weights' rows)
+    "swap_w4_n64": Tiles(gate_up_n=64, down_n=128, swap=True),
+    "swap_w4_n64_s2": Tiles(gate_up_n=64, down_n=128, stages=2, swap=True),
+    "swap_w4_n64_s4": Tiles(gate_up_n=64, down_n=64, stages=4, swap=True),
+    "swap_w4_n64_k64_s4": Tiles(gate_up_n=64, down_n=64, k=64, stages=4, swap=True),
+    "swap_w4_n64_k64_s6": Tiles(gate_up_n=64, down_n=128, k=64, stages=6, swap=True),
+    "swap_w8_n128": Tiles(gate_up_n=128, down_n=128, warps=8, swap=True),
+    "swap_plan_w4_n64": Tiles(gate_up_n=64, down_n=128, swap=True, plan=True),
+    "swap_plan_w4_n64_k64_s4": Tiles(gate_up_n=64, down_n=64, k=64, stages=4, swap=True, plan=True),
 }
 ROUTERS: dict[str, routing_kernels.RouterLaunch | None] = {  # in one kernel, or logits then top-k
     "default": None,  # routing_kernels.router_for(tokens)
@@ -150,9 +159,15 @@ def main() -> None:
                 row: dict[str, float | None] = {
                     "transformers_us": graphed_us(functools.partial(_call_module, mlp, h))
                 }
+                expected = _call_module(mlp, h)[0].float()
+                worst = 0.0  # every variant's values against the module's (bf16: well under 1%)
                 for variant in args.tiles:
                     ours.tiles = VARIANTS[variant]
-                    row[f"ours_{variant}_us"] = timed(functools.partial(ours, h))
+                    row[f"ours_{variant}_us"] = us = timed(functools.partial(ours, h))
+                    if us is not None:
+                        off = (ours(h).float() - expected).norm() / expected.norm()
+                        worst = max(worst, off.item())
+                row["worst_relative_error"] = worst
                 ours.tiles = None
                 if hasattr(ours, "router"):  # routing alone (logits, then top-k), by launch
                     chosen = []

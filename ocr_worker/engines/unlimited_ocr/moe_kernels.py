@@ -43,6 +43,10 @@ class Tiles:
     # Read pair_plan's table even below SORT_PAIRS_ABOVE: one small launch, against a scan of
     # the top-k table in every program (which grows with the programs, the narrower the tiles).
     plan: bool = False
+    # Each tile computed transposed (weights · rowsᵀ): the weights' BLOCK_N rows are the MMA's
+    # M side, which Hopper's warpgroup MMA needs to be 64 or more, and a step's ≤ 32 pairs
+    # its N side, instead of padding those pairs to M.
+    swap: bool = False
 
 
 def tiles_for(tokens: int) -> Tiles:
@@ -202,21 +206,35 @@ def _gate_up_tile(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    SWAP: tl.constexpr,
 ):
-    """act[pair, n] = SiLU(h·Wgᵀ)·(h·Wuᵀ) for one tile of an MLP's intermediate columns."""
+    """act[pair, n] = SiLU(h·Wgᵀ)·(h·Wuᵀ) for one tile of an MLP's intermediate columns.
+    SWAP: the tile computed transposed, Wg·hᵀ, so that the weights' rows fill the MMA's M
+    side (Hopper's warpgroup MMA wants M ≥ 64) and the few pairs its N side."""
     dtype = act_ptr.dtype.element_ty
     n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
-    gate = tl.zeros((ROWS, BLOCK_N), tl.float32)
-    up = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    if SWAP:
+        gate = tl.zeros((BLOCK_N, ROWS), tl.float32)
+        up = tl.zeros((BLOCK_N, ROWS), tl.float32)
+    else:
+        gate = tl.zeros((ROWS, BLOCK_N), tl.float32)
+        up = tl.zeros((ROWS, BLOCK_N), tl.float32)
     for start in range(0, HIDDEN, BLOCK_K):
         k = start + tl.arange(0, BLOCK_K)
         x = tl.load(h_ptr + token[:, None] * HIDDEN + k[None, :], mask=present[:, None], other=0.0)
         w_gate = tl.load(weights + n[:, None] * HIDDEN + k[None, :])  # (BLOCK_N, BLOCK_K)
         w_up = tl.load(weights + (INTER + n[:, None]) * HIDDEN + k[None, :])
-        gate = tl.dot(x, tl.trans(w_gate), gate, input_precision=PRECISION)
-        up = tl.dot(x, tl.trans(w_up), up, input_precision=PRECISION)
+        if SWAP:
+            gate = tl.dot(w_gate, tl.trans(x), gate, input_precision=PRECISION)
+            up = tl.dot(w_up, tl.trans(x), up, input_precision=PRECISION)
+        else:
+            gate = tl.dot(x, tl.trans(w_gate), gate, input_precision=PRECISION)
+            up = tl.dot(x, tl.trans(w_up), up, input_precision=PRECISION)
     act = silu_times_up(gate.to(dtype).to(tl.float32), up.to(dtype).to(tl.float32), dtype)
-    tl.store(act_ptr + pair[:, None] * INTER + n[None, :], act, mask=present[:, None])
+    if SWAP:
+        tl.store(act_ptr + pair[None, :] * INTER + n[:, None], act, mask=present[None, :])
+    else:
+        tl.store(act_ptr + pair[:, None] * INTER + n[None, :], act, mask=present[:, None])
 
 
 @triton.jit
@@ -248,6 +266,7 @@ def _gate_up(
     SHARED_BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    SWAP: tl.constexpr,
     WITH_ROUTED: tl.constexpr,
     WITH_UNROUTED: tl.constexpr,
 ):
@@ -277,6 +296,7 @@ def _gate_up(
                     SHARED_BLOCK_N,
                     BLOCK_K,
                     PRECISION,
+                    SWAP,
                 )
     if WITH_ROUTED:  # noqa: SIM102 (a constexpr: the branch compiles out)
         if expert < EXPERTS:
@@ -300,6 +320,7 @@ def _gate_up(
                     BLOCK_N,
                     BLOCK_K,
                     PRECISION,
+                    SWAP,
                 )
 
 
@@ -316,16 +337,28 @@ def _down_tile(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    SWAP: tl.constexpr,
 ):
-    """act[pair]·Wdᵀ for one tile of the hidden columns, rounded to the model's dtype."""
+    """act[pair]·Wdᵀ for one tile of the hidden columns, rounded to the model's dtype,
+    (ROWS, BLOCK_N) (SWAP: computed as Wd·actᵀ, see _gate_up_tile, and transposed back)."""
     n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    if SWAP:  # noqa: SIM108 (a constexpr branch: each shape compiles alone)
+        acc = tl.zeros((BLOCK_N, ROWS), tl.float32)
+    else:
+        acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
     for start in range(0, INTER, BLOCK_K):
         k = start + tl.arange(0, BLOCK_K)
         a = tl.load(act_ptr + pair[:, None] * INTER + k[None, :], mask=present[:, None], other=0.0)
         w = tl.load(weights + n[:, None] * INTER + k[None, :])
-        acc = tl.dot(a, tl.trans(w), acc, input_precision=PRECISION)
-    return acc.to(act_ptr.dtype.element_ty), n
+        if SWAP:
+            acc = tl.dot(w, tl.trans(a), acc, input_precision=PRECISION)
+        else:
+            acc = tl.dot(a, tl.trans(w), acc, input_precision=PRECISION)
+    if SWAP:
+        rounded = tl.trans(acc.to(act_ptr.dtype.element_ty))
+    else:
+        rounded = acc.to(act_ptr.dtype.element_ty)
+    return rounded, n
 
 
 @triton.jit
@@ -351,6 +384,7 @@ def _down(
     BLOCK_K: tl.constexpr,
     SHARED_BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    SWAP: tl.constexpr,
     WITH_ROUTED: tl.constexpr,
     WITH_UNROUTED: tl.constexpr,
 ):
@@ -375,6 +409,7 @@ def _down(
                     BLOCK_N,
                     SHARED_BLOCK_K,
                     PRECISION,
+                    SWAP,
                 )
                 target = shared_out_ptr + token[:, None] * HIDDEN + n[None, :]
                 tl.store(target, y, mask=present[:, None])
@@ -397,6 +432,7 @@ def _down(
                     BLOCK_N,
                     BLOCK_K,
                     PRECISION,
+                    SWAP,
                 )
                 weight = tl.load(topk_weights_ptr + pair, mask=present, other=0.0)
                 out = y.to(tl.float32) * weight[:, None]
@@ -535,6 +571,7 @@ def _launch(
         SORTED=sort,
         ROWS=rows,
         PRECISION=dot_precision(h.dtype),
+        SWAP=tiles.swap,
     )
     blocks = triton.cdiv(count, rows)  # an expert has at most one pair per token
     launch = dict(num_warps=tiles.warps, num_stages=tiles.stages)

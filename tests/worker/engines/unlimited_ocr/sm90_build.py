@@ -9,6 +9,8 @@ prints {tokens: {layout: {"gate_up": bytes, "down": bytes, and what one MLP's ti
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import sys
 from typing import Any
@@ -65,6 +67,20 @@ def shared_memory(
     """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched: ``pointers``
     the arguments' types (pointers 16-byte aligned, as torch's allocations are), any other
     argument a plain i32."""
+    return int(compiled(kernel, pointers, constants, tiles).metadata.shared)
+
+
+def warpgroup_mma(
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
+) -> bool:
+    """Whether ``kernel`` as launched multiplies on Hopper's warpgroup MMA (wgmma), not the
+    older warp-wide mma.sync."""
+    return "wgmma.mma_async" in compiled(kernel, pointers, constants, tiles).asm["ptx"]
+
+
+@functools.cache
+def _compiled(kernel: Any, key: str, tiles: kernels.Tiles) -> Any:
+    pointers, constants = json.loads(key)
     names = kernel.arg_names
     constants = {n: v for n, v in constants.items() if n in names}  # flags older kernels lack
     signature = {n: "constexpr" if n in constants else pointers.get(n, "i32") for n in names}
@@ -79,16 +95,26 @@ def shared_memory(
         },
     )
     options = {"num_warps": tiles.warps, "num_stages": tiles.stages}
-    return int(triton.compile(source, target=SM90, options=options).metadata.shared)
+    return triton.compile(source, target=SM90, options=options)
 
 
-def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, int]:
+def compiled(
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
+) -> Any:
+    """``kernel`` compiled for sm_90 as launched (once for each launch)."""
+    return _compiled(kernel, json.dumps([pointers, constants], sort_keys=True), tiles)
+
+
+def launches(
+    tokens: int, with_routed: bool, with_unrouted: bool, tiles: kernels.Tiles | None = None
+) -> dict[str, int | bool]:
     """Shared memory of the gate/up and the down launch that ``moe_kernels._launch`` makes for
-    ``tokens`` tokens with these MLPs, at v1's widths."""
+    ``tokens`` tokens with these MLPs, at v1's widths (and whether each runs on the
+    warpgroup MMA), with ``tiles`` or those chosen for the count."""
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
     top_k = int(V1.num_experts_per_tok or 1)
     shared_inter = inter * (V1.n_shared_experts or 1)
-    tiles = kernels.tiles_for(tokens)
+    tiles = tiles or kernels.tiles_for(tokens)
     sort = with_routed and tokens > kernels.SORT_PAIRS_ABOVE
     common: dict[str, Any] = dict(
         EXPERTS=V1.n_routed_experts if with_routed else 0,
@@ -101,24 +127,37 @@ def launches(tokens: int, with_routed: bool, with_unrouted: bool) -> dict[str, i
         SORTED=sort,
         ROWS=kernels.rows_per_program(tokens),
         PRECISION="tf32",
+        SWAP=tiles.swap,
         WITH_ROUTED=with_routed,
         WITH_UNROUTED=with_unrouted,
     )
     gate_up_widths, down_widths = kernels.tile_widths(hidden, inter, shared_inter, tiles)
     gate_up, down = dict(common, **gate_up_widths), dict(common, **down_widths)
     # What one MLP's tiles need: the software pipeline's buffers of bf16 x/act rows and weight
-    # tiles (stages - 1 of them; all ``stages`` for tiles of 64 rows, which sm_90 runs as
-    # warp-group MMAs); the gate/up reads two weight tiles (gate and up) a step.
+    # tiles (stages - 1 of them; all ``stages`` where the MMA's M side is 64 or more, which
+    # sm_90 runs as warp-group MMAs); the gate/up reads two weight tiles (gate and up) a step.
     rows = common["ROWS"]
-    buffers = 2 * (tiles.stages - (rows < 64))
+    # each kernel's MMA M side: the pairs (rows), or transposed the weights' narrowest tile
+    gate_up_m = min(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"]) if tiles.swap else rows
+    down_m = down["BLOCK_N"] if tiles.swap else rows
     widest_n = max(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"])
     widest_k = max(down["BLOCK_K"], down["SHARED_BLOCK_K"])
     return {
         "gate_up": shared_memory(kernels._gate_up, GATE_UP_POINTERS, gate_up, tiles),
         "down": shared_memory(kernels._down, DOWN_POINTERS, down, tiles),
-        "gate_up_one_mlp": buffers * (rows + 2 * widest_n) * gate_up["BLOCK_K"],
-        "down_one_mlp": buffers * (rows + down["BLOCK_N"]) * widest_k,
+        "gate_up_wgmma": warpgroup_mma(kernels._gate_up, GATE_UP_POINTERS, gate_up, tiles),
+        "down_wgmma": warpgroup_mma(kernels._down, DOWN_POINTERS, down, tiles),
+        "gate_up_mma_m": gate_up_m,
+        "down_mma_m": down_m,
+        "gate_up_one_mlp": _buffers(tiles, gate_up_m) * (rows + 2 * widest_n) * gate_up["BLOCK_K"],
+        "down_one_mlp": _buffers(tiles, down_m) * (rows + down["BLOCK_N"]) * widest_k,
     }
+
+
+def _buffers(tiles: kernels.Tiles, mma_m: int) -> int:
+    """Bytes an element of the pipeline's bf16 buffers takes, all stages counted: stages - 1
+    of them, all ``stages`` where the MMA's M side is 64 or more (sm_90's warp-group MMA)."""
+    return 2 * (tiles.stages - (mma_m < 64))
 
 
 def step_kernels() -> dict[str, int]:
@@ -287,6 +326,11 @@ def main() -> None:
         tokens: {name: launches(int(tokens), *flags) for name, flags in LAYOUTS.items()}
         for tokens in sys.argv[1:]
     }
+    for tokens in [t for t in sys.argv[1:] if int(t) <= kernels.SORT_PAIRS_ABOVE]:  # steps:
+        # each count's tiles the other way round, to compare
+        tiles = kernels.tiles_for(int(tokens))
+        turned = dataclasses.replace(tiles, swap=not tiles.swap)
+        report[f"{tokens} swap={turned.swap}"] = launches(int(tokens), True, True, turned)
     report["step"] = step_kernels()
     print(json.dumps(report))
 

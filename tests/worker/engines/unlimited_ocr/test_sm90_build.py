@@ -55,6 +55,24 @@ def test_every_moe_launch_fits_the_h200_and_holds_one_mlps_buffers_only(
             assert size <= 1.25 * one_mlp, (name, kernel, size, one_mlp)
 
 
+@pytest.mark.parametrize("tokens", [t for t in TOKENS if int(t) <= 256])  # the steps
+def test_a_steps_expert_tiles_run_on_the_warpgroup_mma_when_transposed(
+    built: dict,  # type: ignore[type-arg]
+    tokens: str,
+) -> None:
+    """Tiles.swap reaches the compiled kernels: a step's ≤ 32 pairs as the MMA's M side are
+    too few for Hopper's warpgroup MMA (M ≥ 64), the weights' rows of a transposed tile are
+    not. Both orientations of each count's tiles are built, the default one and the other."""
+    launches = [built[tokens]["routed and shared"]]
+    launches += [v for k, v in built.items() if k.startswith(f"{tokens} swap=")]
+    assert len(launches) == 2
+    for launch in launches:
+        for kernel in ("gate_up", "down"):
+            assert launch[f"{kernel}_wgmma"] is (launch[f"{kernel}_mma_m"] >= 64), launch
+    if tokens == "128":  # wide tiles: one of the two orientations is on the warpgroup MMA
+        assert any(launch["gate_up_wgmma"] for launch in launches), launches
+
+
 def test_the_decode_steps_other_kernels_build_for_the_h200_and_fit_it(built: dict) -> None:  # type: ignore[type-arg]
     """Attention in every tile the bench may choose from, RoPE, norms, routing, the experts'
     sum, the step's inputs, the token choice, and a prefill's own MoE kernels: each compiles

@@ -241,6 +241,28 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit(monkeypatch)
     assert torch.equal(planned, scanned)
 
 
+@pytest.mark.parametrize("tokens", [1, 80])
+def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int) -> None:
+    """Tiles.swap: each tile computed as weights · rowsᵀ (the MMA's M side the weights' rows,
+    as Hopper's warpgroup MMA wants), stored back transposed. Every pair still lands in its own
+    row, experts over several blocks of rows included: the model's values, and in fp32 the
+    untransposed kernels' to the bit."""
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
+
+    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+
+    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=20 + tokens)
+    moe.experts.config._experts_implementation = "eager"
+    ours: Any = fused_mlp(moe)
+    h = torch.randn(tokens, 160, generator=torch.Generator().manual_seed(21))
+    with torch.no_grad():
+        untransposed = ours(h)
+        ours.tiles = dataclasses.replace(kernels_moe().tiles_for(tokens), swap=True)
+        transposed = ours(h)
+        torch.testing.assert_close(transposed, moe(h[None])[0], rtol=1e-5, atol=1e-6)
+    assert torch.equal(transposed, untransposed)
+
+
 @pytest.mark.parametrize(
     "launch",  # in one kernel; in two: a whole row a load, more experts a program than exist
     [
