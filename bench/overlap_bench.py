@@ -146,6 +146,70 @@ def timed_ms(device: torch.device, work: Callable[[], None], repeats: int = 3) -
     return statistics.median(times)
 
 
+Work = Callable[[], None]
+
+
+def in_order(*works: Work) -> Work:
+    """One after the other, from this thread (each launches and returns)."""
+
+    def run() -> None:
+        for work in works:
+            work()
+
+    return run
+
+
+def on(stream: torch.cuda.Stream | None, work: Work) -> Work:
+    """``work`` launched on ``stream``, beside the default stream's (see ``beside``)."""
+
+    def run() -> None:
+        with beside(stream):
+            work()
+
+    return run
+
+
+def from_a_thread(passes: Work, steps: Work) -> Work:
+    """``passes`` launched from a second thread while this one launches ``steps``: the host's
+    launches of a pass off the steps' way."""
+
+    def run() -> None:
+        thread = threading.Thread(target=passes)
+        thread.start()
+        steps()
+        thread.join()
+
+    return run
+
+
+def replays(graph: Any, stream: torch.cuda.Stream, count: int) -> Work:
+    """``graph`` replayed ``count`` times on ``stream``."""
+
+    def run() -> None:
+        for _ in range(count):
+            graph.replay()
+
+    return on(stream, run)
+
+
+def in_turn(
+    engine: Engine,
+    args: argparse.Namespace,
+    requests: list[DecodeRequest],
+    stream: torch.cuda.Stream | None,
+) -> Work:
+    """One pass on ``stream``, then its share of the steps, and so on, as a loop would."""
+
+    def run() -> None:
+        share = max(1, args.steps // args.passes)
+        for done in range(args.passes):
+            with beside(stream):
+                prefill_passes(engine, 1, requests)
+            decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true")
@@ -186,28 +250,9 @@ def main() -> None:
     def steps() -> None:
         decode_steps(engine, args.steps)
 
-    def one_thread() -> None:
-        with beside(side):
-            passes()
-        steps()
-
-    def interleaved() -> None:  # a pass, then its share of the steps, as a loop would
-        share = max(1, args.steps // args.passes)
-        for done in range(args.passes):
-            with beside(side):
-                prefill_passes(engine, 1, requests)
-            decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
-
-    def two_threads() -> None:
-        def prefill_thread() -> None:
-            with beside(side):
-                passes()
-
-        thread = threading.Thread(target=prefill_thread)
-        thread.start()
-        steps()
-        thread.join()
-
+    one_thread = in_order(on(side, passes), steps)
+    interleaved = in_turn(engine, args, requests, side)
+    two_threads = from_a_thread(on(side, passes), steps)
     results: dict = {
         "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
         "args": vars(args) | {"out": str(args.out)},
@@ -263,27 +308,11 @@ def graphed(
     if isinstance(graph, str):
         results["graphed_error"] = graph
         return
-    device = engine.device
-
-    def replays() -> None:
-        with beside(side):
-            for _ in range(args.passes):
-                graph.replay()
-
-    def replays_then_steps() -> None:
-        replays()
-        steps()
-
+    device, replayed = engine.device, replays(graph, side, args.passes)
     urgent = torch.cuda.Stream(priority=-1)
-
-    def replays_then_urgent_steps() -> None:
-        replays()
-        with beside(urgent):
-            steps()
-
-    results["graphed_passes_ms"] = timed_ms(device, replays)
-    results["graphed_beside_ms"] = timed_ms(device, replays_then_steps)
-    results["graphed_beside_urgent_ms"] = timed_ms(device, replays_then_urgent_steps)
+    results["graphed_passes_ms"] = timed_ms(device, replayed)
+    results["graphed_beside_ms"] = timed_ms(device, in_order(replayed, steps))
+    results["graphed_beside_urgent_ms"] = timed_ms(device, in_order(replayed, on(urgent, steps)))
     results["graph"] = graph  # for the green contexts' modes; dropped before writing
 
 
@@ -319,70 +348,31 @@ def partitioned(
             results[f"green{sms}_{name}_error"] = made
     if isinstance(prefill, str):
         return
-    stream = prefill[1]
-
-    def replays() -> None:
-        with beside(stream):
-            for _ in range(args.passes):
-                graph.replay()
-
-    def replays_then_steps() -> None:
-        replays()
-        steps()
-
-    def interleaved() -> None:
-        share = max(1, args.steps // args.passes)
-        for done in range(args.passes):
-            with beside(stream):
-                prefill_passes(engine, 1, requests)
-            decode_steps(engine, share if done < args.passes - 1 else args.steps - done * share)
-
-    def eager_passes() -> None:
-        with beside(stream):
-            prefill_passes(engine, args.passes, requests)
-
-    def eager_thread_beside() -> None:  # the host's launches of the passes off the steps' way
-        thread = threading.Thread(target=eager_passes)
-        thread.start()
-        steps()
-        thread.join()
-
-    context = prefill[0]
+    context, stream = prefill
+    eager = on(stream, lambda: prefill_passes(engine, args.passes, requests))
     context.set_context()  # captured inside the green context: does its replay stay there?
     try:
         own = captured_pass(engine, requests, stream)
     finally:
         context.pop_context()
-
-    def own_replays() -> None:
-        with beside(stream):
-            for _ in range(args.passes):
-                own.replay()
-
-    def own_replays_then_steps() -> None:
-        own_replays()
-        steps()
-
+    key = f"green{sms}"
     try:
-        results[f"green{sms}_eager_passes_ms"] = timed_ms(device, eager_passes)
-        results[f"green{sms}_eager_thread_ms"] = timed_ms(device, eager_thread_beside)
+        results[f"{key}_eager_passes_ms"] = timed_ms(device, eager)
+        results[f"{key}_eager_thread_ms"] = timed_ms(device, from_a_thread(eager, steps))
         if isinstance(own, str):
-            results[f"green{sms}_capture_error"] = own
+            results[f"{key}_capture_error"] = own
         else:
-            results[f"green{sms}_own_graph_passes_ms"] = timed_ms(device, own_replays)
-            results[f"green{sms}_own_graph_beside_ms"] = timed_ms(device, own_replays_then_steps)
-        if graph is not None and not isinstance(graph, str):
-            results[f"green{sms}_passes_ms"] = timed_ms(device, replays)
-            results[f"green{sms}_beside_ms"] = timed_ms(device, replays_then_steps)
+            own_replays = replays(own, stream, args.passes)
+            results[f"{key}_own_graph_passes_ms"] = timed_ms(device, own_replays)
+            results[f"{key}_own_graph_beside_ms"] = timed_ms(device, in_order(own_replays, steps))
+        if graph is not None and not isinstance(graph, str):  # captured on the primary context
+            replayed = replays(graph, stream, args.passes)
+            results[f"{key}_passes_ms"] = timed_ms(device, replayed)
+            results[f"{key}_beside_ms"] = timed_ms(device, in_order(replayed, steps))
             if not isinstance(decode, str):
-
-                def replays_then_split_steps() -> None:
-                    replays()
-                    with beside(decode[1]):
-                        steps()
-
-                results[f"green{sms}_split_ms"] = timed_ms(device, replays_then_split_steps)
-        results[f"green{sms}_interleaved_ms"] = timed_ms(device, interleaved)
+                split = in_order(replayed, on(decode[1], steps))
+                results[f"{key}_split_ms"] = timed_ms(device, split)
+        results[f"{key}_interleaved_ms"] = timed_ms(device, in_turn(engine, args, requests, stream))
     except Exception as error:  # noqa: BLE001
         results[f"green{sms}_run_error"] = f"{type(error).__name__}: {error}"[:300]
 
