@@ -22,11 +22,13 @@ from pathlib import Path
 
 import torch
 
+from bench import mlp_bench
 from bench.full_checkpoint import randomize
 from ocr_api.core.page_groups import PageGroupPlanner
 from ocr_api.core.settings import UnlimitedOcrSettings
-from ocr_worker.engines.unlimited_ocr import fused_step
+from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
+from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
@@ -322,6 +324,14 @@ class Engine:
         return elapsed
 
 
+def use_moe_tiles(engine: Engine, tiles: moe_kernels.Tiles | None) -> None:
+    """The engine's MoE layers launched with ``tiles`` (None: by the token count)."""
+    fused = engine.runner.fused
+    for mlp in fused.mlps if fused else []:
+        if isinstance(mlp, _MoeMlp):  # (the dense first layer stays with cuBLAS)
+            mlp.tiles = tiles
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tiny", action="store_true")
@@ -355,6 +365,12 @@ def main() -> None:
     parser.add_argument(
         "--prefill-max-rows", type=int, default=0, help="rows a prefill pass (0: the default)"
     )
+    parser.add_argument(
+        "--moe-tiles",
+        choices=[name for name, tiles in mlp_bench.VARIANTS.items() if tiles],
+        help="every MoE launch of our kernels with mlp_bench's tiles of this name (default: "
+        "moe_kernels.tiles_for; a prefill's MoE by --prefill-moe grouped_mm keeps its own)",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--timeline", type=Path, help="write each throughput run's steps and prefills (JSON)"
@@ -377,6 +393,9 @@ def main() -> None:
         engines["srswa"] = Engine(model, args, device, dtype, args.sr_swa_blocks)
     if args.compare_torch:  # the decode step as plain torch ops: the numbers before our kernels
         engines["rswa_torch"] = Engine(model, args, device, dtype, 0, fused=False)
+    if args.moe_tiles:
+        for engine in engines.values():
+            use_moe_tiles(engine, mlp_bench.VARIANTS[args.moe_tiles])
     tp = args.throughput_pages
     positions_ok = {
         p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages
