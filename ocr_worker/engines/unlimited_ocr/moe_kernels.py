@@ -44,8 +44,8 @@ class Tiles:
     # the top-k table in every program (which grows with the programs, the narrower the tiles).
     plan: bool = False
     # Each tile computed transposed (weights · rowsᵀ): the weights' BLOCK_N rows are the MMA's
-    # M side, which Hopper's warpgroup MMA needs to be 64 or more, and a step's ≤ 32 pairs
-    # its N side, instead of padding those pairs to M.
+    # M side and a step's ≤ 32 pairs its N side, instead of padding those pairs to M. Hopper's
+    # warpgroup MMA needs M ≥ 64: only tiles 64 wide or more get it (32-wide stay mma.sync).
     swap: bool = False
 
 

@@ -115,7 +115,7 @@ def launches(
     top_k = int(V1.num_experts_per_tok or 1)
     shared_inter = inter * (V1.n_shared_experts or 1)
     tiles = tiles or kernels.tiles_for(tokens)
-    sort = with_routed and tokens > kernels.SORT_PAIRS_ABOVE
+    sort = with_routed and (tokens > kernels.SORT_PAIRS_ABOVE or tiles.plan)
     common: dict[str, Any] = dict(
         EXPERTS=V1.n_routed_experts if with_routed else 0,
         HIDDEN=hidden,
@@ -137,8 +137,9 @@ def launches(
     # tiles (stages - 1 of them; all ``stages`` where the MMA's M side is 64 or more, which
     # sm_90 runs as warp-group MMAs); the gate/up reads two weight tiles (gate and up) a step.
     rows = common["ROWS"]
-    # each kernel's MMA M side: the pairs (rows), or transposed the weights' narrowest tile
-    gate_up_m = min(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"]) if tiles.swap else rows
+    # each kernel's MMA M side: the pairs (rows), or transposed the weights' tile (the wider
+    # of the routed and the shared MLP's: the PTX is read for any wgmma at all)
+    gate_up_m = max(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"]) if tiles.swap else rows
     down_m = down["BLOCK_N"] if tiles.swap else rows
     widest_n = max(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"])
     widest_k = max(down["BLOCK_K"], down["SHARED_BLOCK_K"])

@@ -56,13 +56,14 @@ def test_every_moe_launch_fits_the_h200_and_holds_one_mlps_buffers_only(
 
 
 @pytest.mark.parametrize("tokens", [t for t in TOKENS if int(t) <= 256])  # the steps
-def test_a_steps_expert_tiles_run_on_the_warpgroup_mma_when_transposed(
+def test_a_steps_expert_tiles_run_on_the_warpgroup_mma_where_their_m_side_is_64_or_more(
     built: dict,  # type: ignore[type-arg]
     tokens: str,
 ) -> None:
     """Tiles.swap reaches the compiled kernels: a step's ≤ 32 pairs as the MMA's M side are
-    too few for Hopper's warpgroup MMA (M ≥ 64), the weights' rows of a transposed tile are
-    not. Both orientations of each count's tiles are built, the default one and the other."""
+    too few for Hopper's warpgroup MMA (M ≥ 64), the weights' 64 rows of a transposed tile
+    are not (32-wide tiles stay on mma.sync). Both orientations of each count's tiles are
+    built, the default one and the other; at 128 tokens (64-wide tiles) one is on wgmma."""
     launches = [built[tokens]["routed and shared"]]
     launches += [v for k, v in built.items() if k.startswith(f"{tokens} swap=")]
     assert len(launches) == 2
