@@ -270,9 +270,9 @@ def main() -> None:
         results[f"two_threads_{micros}us_ms"] = timed_ms(device, two_threads)
     sys.setswitchinterval(default_interval)
     if side is not None:
-        graphed(engine, args, side, requests, steps, results)
+        graph = graphed(engine, args, side, requests, steps, results)
         for sms in args.prefill_sms:
-            partitioned(engine, args, sms, side, requests, steps, results)
+            partitioned(engine, args, sms, graph, requests, steps, results)
     serial = results["steps_ms"] + results["passes_ms"]
     results["serial_ms"] = serial
     rule = f"SR-SWA ({args.sr_swa_blocks} blocks)" if args.sr_swa_blocks else "R-SWA"
@@ -293,7 +293,6 @@ def main() -> None:
         if key.endswith("_error"):
             print(f"  {key[:-6]}: {value}")
     engine.scheduler.abort_all()
-    results.pop("graph", None)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
 
@@ -305,19 +304,20 @@ def graphed(
     requests: list[DecodeRequest],
     steps: Work,
     results: dict,
-) -> None:
+) -> Any:
     """The passes replayed from a CUDA graph: alone, beside the steps, and beside steps on a
-    stream of higher priority (the card then schedules the steps' programs first)."""
+    stream of higher priority (the card then schedules the steps' programs first). Returns
+    the graph, or None where a pass cannot be captured."""
     graph = captured_pass(engine, requests, side)
     if isinstance(graph, str):
         results["graphed_error"] = graph
-        return
+        return None
     device, replayed = engine.device, replays(graph, side, args.passes)
     urgent = torch.cuda.Stream(priority=-1)
     results["graphed_passes_ms"] = timed_ms(device, replayed)
     results["graphed_beside_ms"] = timed_ms(device, in_order(replayed, steps))
     results["graphed_beside_urgent_ms"] = timed_ms(device, in_order(replayed, on(urgent, steps)))
-    results["graph"] = graph  # for the green contexts' modes; dropped before writing
+    return graph
 
 
 def green_stream(device: torch.device, sms: int) -> tuple[Any, torch.cuda.Stream] | str:
@@ -336,14 +336,14 @@ def partitioned(
     engine: Engine,
     args: argparse.Namespace,
     sms: int,
-    side: torch.cuda.Stream,
+    graph: Any,
     requests: list[DecodeRequest],
     steps: Work,
     results: dict,
 ) -> None:
-    """The passes confined to ``sms`` SMs, the steps free or on the other SMs."""
+    """The passes confined to ``sms`` SMs, the steps free or on the other SMs; ``graph``, a
+    pass captured on the primary context (None: none could be)."""
     device = engine.device
-    graph: Any = results.get("graph")
     total = torch.cuda.get_device_properties(device).multi_processor_count
     prefill = green_stream(device, sms)
     decode = green_stream(device, total - sms)
@@ -369,7 +369,7 @@ def partitioned(
             own_replays = replays(own, stream, args.passes)
             results[f"{key}_own_graph_passes_ms"] = timed_ms(device, own_replays)
             results[f"{key}_own_graph_beside_ms"] = timed_ms(device, in_order(own_replays, steps))
-        if graph is not None and not isinstance(graph, str):  # captured on the primary context
+        if graph is not None:  # captured on the primary context
             replayed = replays(graph, stream, args.passes)
             results[f"{key}_passes_ms"] = timed_ms(device, replayed)
             results[f"{key}_beside_ms"] = timed_ms(device, in_order(replayed, steps))

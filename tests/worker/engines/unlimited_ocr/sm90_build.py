@@ -10,7 +10,6 @@ prints {tokens: {layout: {"gate_up": bytes, "down": bytes, and what one MLP's ti
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import sys
 from typing import Any
@@ -64,23 +63,21 @@ LAYOUTS = {"routed and shared": (True, True), "routed": (True, False), "shared":
 def shared_memory(
     kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
 ) -> int:
-    """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched: ``pointers``
-    the arguments' types (pointers 16-byte aligned, as torch's allocations are), any other
-    argument a plain i32."""
+    """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched."""
     return int(compiled(kernel, pointers, constants, tiles).metadata.shared)
 
 
-def warpgroup_mma(
-    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
-) -> bool:
-    """Whether ``kernel`` as launched multiplies on Hopper's warpgroup MMA (wgmma), not the
+def warpgroup_mma(kernel: Any) -> bool:
+    """Whether a compiled ``kernel`` multiplies on Hopper's warpgroup MMA (wgmma), not the
     older warp-wide mma.sync."""
-    return "wgmma.mma_async" in compiled(kernel, pointers, constants, tiles).asm["ptx"]
+    return "wgmma.mma_async" in kernel.asm["ptx"]
 
 
-@functools.cache
-def _compiled(kernel: Any, key: str, tiles: kernels.Tiles) -> Any:
-    pointers, constants = json.loads(key)
+def compiled(
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
+) -> Any:
+    """``kernel`` compiled for sm_90 as launched: ``pointers`` the arguments' types (pointers
+    16-byte aligned, as torch's allocations are), any other argument a plain i32."""
     names = kernel.arg_names
     constants = {n: v for n, v in constants.items() if n in names}  # flags older kernels lack
     signature = {n: "constexpr" if n in constants else pointers.get(n, "i32") for n in names}
@@ -96,13 +93,6 @@ def _compiled(kernel: Any, key: str, tiles: kernels.Tiles) -> Any:
     )
     options = {"num_warps": tiles.warps, "num_stages": tiles.stages}
     return triton.compile(source, target=SM90, options=options)
-
-
-def compiled(
-    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
-) -> Any:
-    """``kernel`` compiled for sm_90 as launched (once for each launch)."""
-    return _compiled(kernel, json.dumps([pointers, constants], sort_keys=True), tiles)
 
 
 def launches(
@@ -137,17 +127,19 @@ def launches(
     # tiles (stages - 1 of them; all ``stages`` where the MMA's M side is 64 or more, which
     # sm_90 runs as warp-group MMAs); the gate/up reads two weight tiles (gate and up) a step.
     rows = common["ROWS"]
-    # each kernel's MMA M side: the pairs (rows), or transposed the weights' tile (the wider
-    # of the routed and the shared MLP's: the PTX is read for any wgmma at all)
-    gate_up_m = max(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"]) if tiles.swap else rows
-    down_m = down["BLOCK_N"] if tiles.swap else rows
     widest_n = max(gate_up["BLOCK_N"], gate_up["SHARED_BLOCK_N"])
     widest_k = max(down["BLOCK_K"], down["SHARED_BLOCK_K"])
+    # each kernel's MMA M side: the pairs (rows), or transposed the weights' tile (the wider
+    # of the routed and the shared MLP's: the PTX is read for any wgmma at all)
+    gate_up_m = widest_n if tiles.swap else rows
+    down_m = down["BLOCK_N"] if tiles.swap else rows
+    gate_up_kernel = compiled(kernels._gate_up, GATE_UP_POINTERS, gate_up, tiles)
+    down_kernel = compiled(kernels._down, DOWN_POINTERS, down, tiles)
     return {
-        "gate_up": shared_memory(kernels._gate_up, GATE_UP_POINTERS, gate_up, tiles),
-        "down": shared_memory(kernels._down, DOWN_POINTERS, down, tiles),
-        "gate_up_wgmma": warpgroup_mma(kernels._gate_up, GATE_UP_POINTERS, gate_up, tiles),
-        "down_wgmma": warpgroup_mma(kernels._down, DOWN_POINTERS, down, tiles),
+        "gate_up": gate_up_kernel.metadata.shared,
+        "down": down_kernel.metadata.shared,
+        "gate_up_wgmma": warpgroup_mma(gate_up_kernel),
+        "down_wgmma": warpgroup_mma(down_kernel),
         "gate_up_mma_m": gate_up_m,
         "down_mma_m": down_m,
         "gate_up_one_mlp": _buffers(tiles, gate_up_m) * (rows + 2 * widest_n) * gate_up["BLOCK_K"],
