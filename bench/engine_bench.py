@@ -28,7 +28,6 @@ from ocr_api.core.page_groups import PageGroupPlanner
 from ocr_api.core.settings import UnlimitedOcrSettings
 from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
-from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
@@ -324,14 +323,6 @@ class Engine:
         return elapsed
 
 
-def use_moe_tiles(engine: Engine, tiles: moe_kernels.Tiles | None) -> None:
-    """The engine's MoE layers launched with ``tiles`` (None: by the token count)."""
-    fused = engine.runner.fused
-    for mlp in fused.mlps if fused else []:
-        if isinstance(mlp, _MoeMlp):  # (the dense first layer stays with cuBLAS)
-            mlp.tiles = tiles
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tiny", action="store_true")
@@ -368,8 +359,9 @@ def main() -> None:
     parser.add_argument(
         "--moe-tiles",
         choices=[name for name, tiles in mlp_bench.VARIANTS.items() if tiles],
-        help="every MoE launch of our kernels with mlp_bench's tiles of this name (default: "
-        "moe_kernels.tiles_for; a prefill's MoE by --prefill-moe grouped_mm keeps its own)",
+        help="the steps of more than moe_kernels.FEW_TOKENS sequences with mlp_bench's tiles "
+        "of this name (moe_kernels.MANY_TOKENS_TILES; a prefill by --prefill-moe grouped_mm "
+        "keeps torch's GEMMs)",
     )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
@@ -394,8 +386,9 @@ def main() -> None:
     if args.compare_torch:  # the decode step as plain torch ops: the numbers before our kernels
         engines["rswa_torch"] = Engine(model, args, device, dtype, 0, fused=False)
     if args.moe_tiles:
-        for engine in engines.values():
-            use_moe_tiles(engine, mlp_bench.VARIANTS[args.moe_tiles])
+        tiles = mlp_bench.VARIANTS[args.moe_tiles]
+        assert tiles is not None  # (choices holds the named tile sets only)
+        moe_kernels.MANY_TOKENS_TILES = tiles
     tp = args.throughput_pages
     positions_ok = {
         p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages

@@ -53,6 +53,14 @@ VARIANTS: dict[str, Tiles | None] = {
     "swap_w8_n128": Tiles(gate_up_n=128, down_n=128, warps=8, swap=True),
     "swap_plan_w4_n64": Tiles(gate_up_n=64, down_n=128, swap=True, plan=True),
     "swap_plan_w4_n64_k64_s4": Tiles(gate_up_n=64, down_n=64, k=64, stages=4, swap=True, plan=True),
+    "swap_plan_w4_n64_k64_s6": Tiles(gate_up_n=64, down_n=64, k=64, stages=6, swap=True, plan=True),
+    "swap_plan_w4_n64_d128_k64_s4": Tiles(
+        gate_up_n=64, down_n=128, k=64, stages=4, swap=True, plan=True
+    ),
+    "swap_plan_w8_n128_k64_s4": Tiles(
+        gate_up_n=128, down_n=128, k=64, warps=8, stages=4, swap=True, plan=True
+    ),
+    "swap_plan_w4_n64_k32_s6": Tiles(gate_up_n=64, down_n=64, k=32, stages=6, swap=True, plan=True),
 }
 ROUTERS: dict[str, routing_kernels.RouterLaunch | None] = {  # in one kernel, or logits then top-k
     "default": None,  # routing_kernels.router_for(tokens)

@@ -49,11 +49,16 @@ class Tiles:
     swap: bool = False
 
 
+# Measured on the H200 with v1's MoE (bench/mlp_bench.py, bench/RESULTS.md): narrow tiles and
+# a deeper pipeline while few experts work (1 token: 46 µs a layer, 16: 119), wide ones with
+# eight warps once every expert has a dozen pairs (128 tokens: 184 µs against 288).
+FEW_TOKENS_TILES = Tiles(stages=4)
+MANY_TOKENS_TILES = Tiles(gate_up_n=64, down_n=128, warps=8)
+FEW_TOKENS = 32  # a step of up to this many sequences takes FEW_TOKENS_TILES
+
+
 def tiles_for(tokens: int) -> Tiles:
-    """Measured on the H200 with v1's MoE (bench/mlp_bench.py, bench/RESULTS.md): narrow tiles
-    and a deeper pipeline while few experts work (1 token: 46 µs a layer, 16: 119), wide ones
-    with eight warps once every expert has a dozen pairs (128 tokens: 184 µs against 288)."""
-    return Tiles(stages=4) if tokens <= 32 else Tiles(gate_up_n=64, down_n=128, warps=8)
+    return FEW_TOKENS_TILES if tokens <= FEW_TOKENS else MANY_TOKENS_TILES
 
 
 def rows_per_program(tokens: int) -> int:
