@@ -359,9 +359,9 @@ def main() -> None:
     parser.add_argument(
         "--moe-tiles",
         choices=[name for name, tiles in mlp_bench.VARIANTS.items() if tiles],
-        help="the steps of more than moe_kernels.FEW_TOKENS sequences with mlp_bench's tiles "
-        "of this name (moe_kernels.MANY_TOKENS_TILES; a prefill by --prefill-moe grouped_mm "
-        "keeps torch's GEMMs)",
+        help="mlp_bench's tiles of this name for every MoE launch of FEW_TOKENS+1 to "
+        "SORT_PAIRS_ABOVE rows (moe_kernels.MANY_TOKENS_TILES: the steps of 33-256 sequences; "
+        "a prefill's MoE by --prefill-moe grouped_mm is torch's GEMMs either way)",
     )
     parser.add_argument("--out", type=Path)
     parser.add_argument(

@@ -9,10 +9,11 @@ branches of an if/else once held both tile sets' shared memory, and ran slower f
 
 The step profile (bench/RESULTS.md) found transformers' MoE at ~25 kernels per layer for one
 token: an fp32 router GEMM, softmax, top-k, a sort, a histogram, gathers, two grouped GEMMs,
-SiLU, the weighting and an unpermute. Here routing runs on the GPU with no host sync and no
-sort: each program of the expert kernels finds the pairs (token, choice) routed to its expert
-by itself, from the top-k table, and skips the work when there are none, so one token reads
-only its six experts' weights and 128 tokens read each chosen expert's weights once.
+SiLU, the weighting and an unpermute. Here routing runs on the GPU with no host sync: each
+program of the expert kernels finds the pairs (token, choice) routed to its expert by itself,
+from the top-k table (a step of up to 32 tokens) or from pair_plan's table of pairs grouped by
+expert (one small launch, for more), and skips the work when there are none, so one token
+reads only its six experts' weights and 128 tokens read each chosen expert's weights once.
 
 Rounding follows transformers' grouped_mm path: projections rounded to the model's dtype,
 SiLU(gate)·up in that dtype, the routing weight applied in fp32, the top-k summed in fp32 and
@@ -49,16 +50,30 @@ class Tiles:
     swap: bool = False
 
 
-# Measured on the H200 with v1's MoE (bench/mlp_bench.py, bench/RESULTS.md): narrow tiles and
-# a deeper pipeline while few experts work (1 token: 46 µs a layer, 16: 119), wide ones with
-# eight warps once every expert has a dozen pairs (128 tokens: 184 µs against 288).
+# Above this many tokens a launch is a prefill's: the expert kernels read pair_plan's table
+# rather than scanning the top-k table in every program (a scan of 13k pairs per program at a
+# prefill's 2,185 tokens), whatever the tiles say, and take PREFILL_TILES.
+SORT_PAIRS_ABOVE = 256
+
+# By the rows a launch multiplies (bench/mlp_bench.py, bench/RESULTS.md). A step of few
+# sequences, where few experts work: narrow tiles, a deeper pipeline (H200: 46 µs a layer at 1
+# token, 119 at 16). A step of many, where every expert has a dozen pairs: each tile transposed
+# onto Hopper's warpgroup MMA over pair_plan's table, 64-deep slices of K, four stages (H100,
+# run I2: 189.7 µs a layer at 128 tokens against 201.6, the 128-sequence step 7.89 ms against
+# 8.24; six stages were as fast, 190.3 µs and 7.88 ms, in 1.5x the shared memory).
+# A prefill's thousands (PREFILL_MOE "kernels", not the default): wide tiles, eight warps,
+# the step's tiles of 128 tokens before run I, not timed at a prefill's sizes.
+FEW_TOKENS = 32
 FEW_TOKENS_TILES = Tiles(stages=4)
-MANY_TOKENS_TILES = Tiles(gate_up_n=64, down_n=128, warps=8)
-FEW_TOKENS = 32  # a step of up to this many sequences takes FEW_TOKENS_TILES
+MANY_TOKENS_TILES = Tiles(gate_up_n=64, down_n=64, k=64, stages=4, swap=True, plan=True)
+PREFILL_TILES = Tiles(gate_up_n=64, down_n=128, warps=8)
 
 
 def tiles_for(tokens: int) -> Tiles:
-    return FEW_TOKENS_TILES if tokens <= FEW_TOKENS else MANY_TOKENS_TILES
+    """The tiles of a launch over ``tokens`` rows, by the regimes above."""
+    if tokens <= FEW_TOKENS:
+        return FEW_TOKENS_TILES
+    return MANY_TOKENS_TILES if tokens <= SORT_PAIRS_ABOVE else PREFILL_TILES
 
 
 def rows_per_program(tokens: int) -> int:
@@ -67,12 +82,7 @@ def rows_per_program(tokens: int) -> int:
     per expert, rarely over 20) each expert's weights are still read once; 64 for a prefill's
     thousands (~200 pairs an expert), where the tile's arithmetic, not the weights' bytes,
     sets the pace."""
-    return 16 if tokens <= 32 else 32 if tokens <= SORT_PAIRS_ABOVE else 64
-
-
-# Above this many tokens the expert kernels read pair_plan's table instead of scanning the
-# top-k table in every program (a scan of 13k pairs per program at a prefill's 2,185 tokens).
-SORT_PAIRS_ABOVE = 256
+    return 16 if tokens <= FEW_TOKENS else 32 if tokens <= SORT_PAIRS_ABOVE else 64
 
 
 PLAN_CHUNK = 4096  # pairs a _pair_plan program reads at a time: 4 passes at a prefill's 13k
@@ -175,9 +185,10 @@ def _my_rows(
     in the top-k table, and their token), or, unrouted (shared experts, dense MLP), tokens
     block·ROWS onward. Returns (pair, token, present, how many pairs the expert has).
 
-    Routed, ``ids_ptr`` is the top-k table, scanned for the expert's pairs (a step's few
+    Routed, ``ids_ptr`` is the top-k table, scanned for the expert's pairs (a step of few
     tokens), or SORTED, pair_plan's table: where each expert's pairs start, then the pairs in
-    expert order (a prefill's thousands of tokens, where a scan per program would dominate)."""
+    expert order (a step of many tokens, by Tiles.plan, and a prefill's thousands, where a
+    scan per program would dominate)."""
     want = block * ROWS + tl.arange(0, ROWS)
     if ROUTED:
         if SORTED:

@@ -112,7 +112,8 @@ def launches(
         INTER=inter,
         SHARED_INTER=shared_inter,
         TOP_K=top_k,
-        # a step's few tokens scan the top-k table; a prefill's read pair_plan's (SORTED)
+        # a step of few tokens scans the top-k table; of many (Tiles.plan), and a prefill's,
+        # read pair_plan's (SORTED)
         PAIRS_POW2=1 if sort else triton.next_power_of_2(tokens * top_k),
         SORTED=sort,
         ROWS=kernels.rows_per_program(tokens),

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from ocr_worker.engines.unlimited_ocr.triton_kernels import TILES
-from tests.worker.engines.unlimited_ocr.sm90_build import H200_SHARED_PER_BLOCK
+from tests.worker.engines.unlimited_ocr.sm90_build import H200_SHARED_PER_BLOCK, LAYOUTS
 
 # A decode step of 1 and of 16 sequences (narrow tiles), of 128 (wide), and an 8-page group's
 # prefill (2,185 rows: a pair table of 16,384).
@@ -63,15 +63,18 @@ def test_a_steps_expert_tiles_run_on_the_warpgroup_mma_where_their_m_side_is_64_
     """Tiles.swap reaches the compiled kernels: a step's ≤ 32 pairs as the MMA's M side are
     too few for Hopper's warpgroup MMA (M ≥ 64), the weights' 64 rows of a transposed tile
     are not (32-wide tiles stay on mma.sync). Both orientations of each count's tiles are
-    built, the default one and the other; at 128 tokens (64-wide tiles) one is on wgmma."""
+    built, the default one and the other; at 128 tokens the default (64-wide tiles,
+    transposed: moe_kernels.MANY_TOKENS_TILES) is on wgmma."""
     launches = [built[tokens]["routed and shared"]]
     launches += [v for k, v in built.items() if k.startswith(f"{tokens} swap=")]
     assert len(launches) == 2
     for launch in launches:
         for kernel in ("gate_up", "down"):
             assert launch[f"{kernel}_wgmma"] is (launch[f"{kernel}_mma_m"] >= 64), launch
-    if tokens == "128":  # wide tiles: one of the two orientations is on the warpgroup MMA
-        assert any(launch["gate_up_wgmma"] for launch in launches), launches
+    if tokens == "128":  # a step of many sequences: its default tiles on the warpgroup MMA,
+        for layout in LAYOUTS:  # merged, or split as merge_for splits a step of 128 tokens
+            launch = built[tokens][layout]
+            assert launch["gate_up_wgmma"] and launch["down_wgmma"], (layout, launch)
 
 
 def test_the_decode_steps_other_kernels_build_for_the_h200_and_fit_it(built: dict) -> None:  # type: ignore[type-arg]

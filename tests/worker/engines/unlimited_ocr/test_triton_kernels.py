@@ -208,9 +208,9 @@ def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
 
 
 def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Tiles.plan: a step's few tokens read pair_plan's table instead of each program scanning
-    the top-k table. Every pair keeps its own row of the tile, so the layer's output is the
-    same to the bit, experts over several blocks of rows included."""
+    """Tiles.plan: a step of many sequences reads pair_plan's table (by default) instead of
+    each program scanning the top-k table. Every pair keeps its own row of the tile, so the
+    layer's output is the same to the bit, experts over several blocks of rows included."""
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
     from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
@@ -220,7 +220,7 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit(monkeypatch)
     ours: Any = fused_mlp(moe)
     h = torch.randn(80, 160, generator=torch.Generator().manual_seed(12))
     tiles = kernels_moe().tiles_for(80)
-    assert not tiles.plan  # scanned by default at this count
+    assert tiles.plan  # the table by default at this count
     plans = []  # the pair tables built
     planned_table = kernels_moe()._planned
 
@@ -232,9 +232,10 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit(monkeypatch)
     with torch.no_grad():
         ids, _ = routing.route(h, moe.gate.weight, 6, 1.0)
         assert ids.flatten().bincount().max().item() > kernels_moe().rows_per_program(80)
+        ours.tiles = dataclasses.replace(tiles, plan=False)
         scanned = ours(h)
         assert not plans
-        ours.tiles = dataclasses.replace(tiles, plan=True)
+        ours.tiles = None  # the default
         planned = ours(h)
         assert len(plans) == 1  # the table the kernels read
         torch.testing.assert_close(planned, moe(h[None])[0], rtol=1e-5, atol=1e-6)
@@ -255,9 +256,11 @@ def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int) ->
     moe.experts.config._experts_implementation = "eager"
     ours: Any = fused_mlp(moe)
     h = torch.randn(tokens, 160, generator=torch.Generator().manual_seed(21))
+    tiles = kernels_moe().tiles_for(tokens)  # transposed by default at 80, not at 1
     with torch.no_grad():
+        ours.tiles = dataclasses.replace(tiles, swap=False)
         untransposed = ours(h)
-        ours.tiles = dataclasses.replace(kernels_moe().tiles_for(tokens), swap=True)
+        ours.tiles = dataclasses.replace(tiles, swap=True)
         transposed = ours(h)
         torch.testing.assert_close(transposed, moe(h[None])[0], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(transposed, untransposed, rtol=1e-6, atol=1e-7)
