@@ -1,0 +1,103 @@
+"""The experts' tiles of a step of many sequences (moe_kernels.MANY_TOKENS_TILES), A/B inside
+the engine on one card: R-SWA steps and a run of documents with each of mlp_bench's named tile
+sets, the default first, taking turns for ``--rounds`` rounds; each set's best against the
+default's. Full-size v1 with random bf16 weights (engine_bench.build_model).
+
+    python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
+
+One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
+captured with its tiles. The sets' earlier graphs are kept, not freed: run I1's A/B cleared
+them and recaptured into the same pool, which tripped an assert in torch's caching allocator
+and left the rest of the run without graphs. The first round also warms up: reported is each
+set's best round. Not yet run on a card (written after run I2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from bench import engine_bench, mlp_bench
+from bench.engine_bench import Engine, build_model
+from ocr_worker.engines.unlimited_ocr import moe_kernels
+from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
+
+
+def use_tiles(engine: Engine, tiles: moe_kernels.Tiles, retired: list[CudaGraphSteps]) -> None:
+    """The engine's steps of many sequences with ``tiles``, in graphs captured anew."""
+    moe_kernels.MANY_TOKENS_TILES = tiles
+    runner = engine.runner
+    if runner.graphs is not None:
+        retired.append(runner.graphs)
+        runner.graphs = CudaGraphSteps(runner)
+
+
+def measure(engine: Engine, args: argparse.Namespace) -> dict[str, float]:
+    row = {f"step_ms_{n}": engine.step_ms(n, args.group_size, 50) for n in args.step_batches}
+    if args.documents:
+        engine.scheduler.max_concurrency = max(args.concurrency, args.documents)
+        run = engine.run(args.documents, args.pages, args.group_tokens)
+        row["tok_s"] = run["tok_s"]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    named = [name for name, tiles in mlp_bench.VARIANTS.items() if tiles]
+    parser.add_argument("--tiles", nargs="+", choices=named, required=True)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
+    parser.add_argument("--documents", type=int, default=128, help="0: steps only")
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--group-tokens", type=int, default=256)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--block-size", type=int, default=32)
+    parser.add_argument("--workspace-gb", type=float, default=24.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--no-cuda-graphs", action="store_true")
+    parser.add_argument("--tiny", action="store_true", help="the tiny model (a CPU smoke run)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if args.tiny:
+        engine_bench.PAGE_TOKENS = 7  # as engine_bench --tiny: the tiny model's positions
+    engine = Engine(build_model(args.tiny, device, dtype), args, device, dtype, 0)
+    sets = {"default": moe_kernels.MANY_TOKENS_TILES}
+    sets |= {name: tiles for name in args.tiles if (tiles := mlp_bench.VARIANTS[name])}
+    retired: list[CudaGraphSteps] = []
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
+    for round_no in range(args.rounds):
+        for name, tiles in sets.items():
+            use_tiles(engine, tiles, retired)
+            rounds[name].append(measure(engine, args))
+            print(f"round {round_no + 1} {name}: {rounds[name][-1]}", flush=True)
+    report(rounds)
+    if args.out:
+        args.out.write_text(json.dumps({"device": device_name(device), "rounds": rounds}, indent=1))
+
+
+def report(rounds: dict[str, list[dict[str, float]]]) -> None:
+    """Each set's best round, and against the default's best (steps: default / set, so that
+    above 1 is faster, as tokens/s: set / default)."""
+    best = {
+        name: {key: (max if key == "tok_s" else min)(row[key] for row in rows) for key in rows[0]}
+        for name, rows in rounds.items()
+    }
+    base = best["default"]
+    for name, row in best.items():
+        cells = []
+        for key, value in row.items():
+            speedup = value / base[key] if key == "tok_s" else base[key] / value
+            cells.append(f"{key} {value:.3f} ({speedup:.3f}x)")
+        print(f"{name:<32}" + "  ".join(cells))
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+
+
+if __name__ == "__main__":
+    main()
