@@ -242,8 +242,14 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan_bit_for_bit(monkeypatch)
     assert torch.equal(planned, scanned)
 
 
+# v1's proportions give 16-wide gate/up tiles here; the wide sizes, 64-wide tiles in both
+# kernels, as v1's steps of many sequences take them (moe_kernels.MANY_TOKENS_TILES)
+WIDE_MOE = {"hidden_size": 320, "moe_intermediate_size": 128}
+
+
+@pytest.mark.parametrize("sizes", [{}, WIDE_MOE], ids=["v1_proportions", "64_wide_tiles"])
 @pytest.mark.parametrize("tokens", [1, 80])
-def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int) -> None:
+def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int, sizes: dict) -> None:  # type: ignore[type-arg]
     """Tiles.swap: each tile computed as weights · rowsᵀ (the MMA's M side the weights' rows,
     as Hopper's warpgroup MMA wants), stored back transposed. Every pair still lands in its own
     row, experts over several blocks of rows included: the model's values, and the
@@ -252,10 +258,11 @@ def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int) ->
 
     from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
 
-    moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=20 + tokens)
+    config = _text_config(**sizes)
+    moe = _live(UnlimitedOcrTextMoe(config), seed=20 + tokens)
     moe.experts.config._experts_implementation = "eager"
     ours: Any = fused_mlp(moe)
-    h = torch.randn(tokens, 160, generator=torch.Generator().manual_seed(21))
+    h = torch.randn(tokens, config.hidden_size, generator=torch.Generator().manual_seed(21))
     tiles = kernels_moe().tiles_for(tokens)  # transposed by default at 80, not at 1
     with torch.no_grad():
         ours.tiles = dataclasses.replace(tiles, swap=False)
