@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
 # the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the
-# decode-step profile, the whole service (gpu_run.sh: the bare engine against the service, a
-# worker killed), then the engine bench, the longest (a loan that ends early has still
-# measured the service), and 128 documents again with a prefill's MoE each other way (the default
-# is grouped_mm: fused_step.PREFILL_MOE), and a prefill pass beside the steps (overlap_bench).
+# MoE tiles of a step of many sequences in the engine, the decode-step profile, the whole
+# service (gpu_run.sh: the bare engine against the service, a worker killed), then the engine
+# bench, the longest (a loan that ends early has still measured the service), and 128 documents
+# again with a prefill's MoE each other way (the default is grouped_mm: fused_step.PREFILL_MOE),
+# and a prefill pass beside the steps (overlap_bench).
 #   bash bench/gpu_stack.sh install WHEELS_1            # what the tests and benches import
 #   setsid nohup bash bench/gpu_session.sh OUTDIR >OUTDIR.log 2>&1 &
 #   bash bench/gpu_stack.sh install WHEELS_2 && touch $GPU_STACK_DIR/installed   # the service's
@@ -18,7 +19,7 @@ OUTDIR=${1:-/tmp/gpusession}
 mkdir -p "$OUTDIR"
 export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
 export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
-PARTS=${PARTS:-tests attention mlp profile service engine prefill overlap}  # the parts to run, in order
+PARTS=${PARTS:-tests attention mlp tiles profile service engine prefill overlap}  # the parts to run, in order
 part() { echo "== $1 $(date -u +%T)"; }
 wanted() { [[ " $PARTS " == *" $1 "* ]]; }
 
@@ -38,6 +39,12 @@ if wanted mlp; then
   part mlp
   timeout 300 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
+fi
+if wanted tiles; then  # the step's many-token MoE tiles, A/B in the engine (tiles_bench.py)
+  part tiles
+  timeout 420 python3 -m bench.tiles_bench --tiles ${TILES:-w8_n64_k128 swap_plan_w4_n64_k64_s6} \
+    --out "$OUTDIR/tiles_bench.json" >"$OUTDIR/tiles_bench.log" 2>&1
+  tail -8 "$OUTDIR/tiles_bench.log"
 fi
 if wanted profile; then
   part profile
