@@ -4,12 +4,13 @@ v1's shape, the way a step runs it: 12 layers, each sequence reading its page gr
 128-row ring, replayed from a CUDA graph. Side by side in one run:
 
 - ``gather_sdpa``: the rows copied out of the pool, then torch's SDPA (the torch step's way);
-- every tile of triton_kernels.TILES at several program targets (slices a head);
+- every tile of triton_kernels.TILES (or ``--tiles``) at several program targets (slices a head);
 - ``before``: the fastest CUDA-core tile at 1,024 programs, the best Triton's autotuner could
   pick before (it picked on the graphs' padding rows, so the engine ran no faster than this);
-- ``default``: triton_kernels.TILE at target_programs(batch), what the engine runs now.
+- ``default``: triton_kernels.attention_plan for this card and batch, what the engine runs.
 
     python3 -m bench.attention_bench [--batches 1 16 128] [--targets 1024 2048 4096 8192]
+        [--tiles mma_b16_w1_s2 mma_b16_w1_s4 ...]   # in place of TILES, named as printed
 
 Prints µs per step (12 layers), the bytes of K and V read at the achieved TB/s, before/default
 and the fastest of the grid, and the largest difference from SDPA (bf16)."""
@@ -50,7 +51,23 @@ def row_table(batch: int, generator: torch.Generator) -> tuple[torch.Tensor, int
     return torch.stack(tables), batch * blocks_each * BLOCK_ROWS
 
 
-def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, Any]:
+def tile_name(tile: kernels.Tile) -> str:
+    return f"{'mma' if tile.mma else 'cuda'}_b{tile.block}_w{tile.warps}_s{tile.stages}"
+
+
+def parse_tile(name: str) -> kernels.Tile:
+    """``mma_b16_w1_s4`` (tile_name's form) as a Tile."""
+    try:
+        form, block, warps, stages = name.split("_")
+        assert form in ("mma", "cuda") and block[0] == "b" and warps[0] == "w" and stages[0] == "s"
+        return kernels.Tile(int(block[1:]), int(warps[1:]), int(stages[1:]), mma=form == "mma")
+    except (ValueError, AssertionError):
+        raise argparse.ArgumentTypeError(f"{name!r} is not a tile such as mma_b16_w1_s3") from None
+
+
+def measure(
+    batch: int, targets: list[int], tiles: list[kernels.Tile], device: torch.device
+) -> dict[str, Any]:
     """One batch size: SDPA, the grid, the default; µs per step of 12 layers."""
     generator = torch.Generator().manual_seed(batch)
     rows, pool_rows = row_table(batch, generator)
@@ -96,14 +113,14 @@ def measure(batch: int, targets: list[int], device: torch.device) -> dict[str, A
     record("gather_sdpa", gather_sdpa)
     grid: dict[str, float] = {}
     for target in targets:
-        for tile in kernels.TILES:
-            name = f"{'mma' if tile.mma else 'cuda'}_b{tile.block}_w{tile.warps}_s{tile.stages}"
+        for tile in tiles:
             call = functools.partial(ours, tile, target)
-            grid[f"{name}@{target}"] = graphed_us(call, repeats=5)
+            grid[f"{tile_name(tile)}@{target}"] = graphed_us(call, repeats=5)
     report["grid_us"] = grid
     old = [us for name, us in grid.items() if name.startswith("cuda") and name.endswith("@1024")]
     before = min(old, default=float("nan"))
-    record("default", functools.partial(ours, kernels.TILE, kernels.target_programs(batch)))
+    plan = kernels.attention_plan(batch, kernels.card_name(device))
+    record("default", functools.partial(ours, plan.tile, plan.programs))
     fastest = min(grid, key=grid.__getitem__)
     report["before_us"] = before
     report["fastest"] = {"name": fastest, "us": grid[fastest]}
@@ -116,16 +133,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
     parser.add_argument("--targets", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
+    parser.add_argument(
+        "--tiles", type=parse_tile, nargs="+", help="the grid's tiles (triton_kernels.TILES)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda")
     results: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device),
         "triton": triton.__version__,
-        "default_tile": str(kernels.TILE),
+        "plans": str(kernels.PLANS.get(kernels.card_name(device), "default card's")),
     }
     for batch in args.batches:
-        report = measure(batch, args.targets, device)
+        report = measure(batch, args.targets, args.tiles or kernels.TILES, device)
         results[f"batch_{batch}"] = report
         torch.cuda.empty_cache()  # the pools of this batch size are gone
         for name in ("gather_sdpa", "default"):

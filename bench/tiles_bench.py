@@ -1,15 +1,17 @@
-"""The experts' tiles of a step of many sequences (moe_kernels.MANY_TOKENS_TILES), A/B inside
-the engine on one card: R-SWA steps and a run of documents with each of mlp_bench's named tile
-sets, the default first, taking turns for ``--rounds`` rounds; each set's best against the
+"""The step's tiles A/B inside the engine on one card: the experts' tiles of a step of many
+sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's named sets) and the attention's plans
+(another card's triton_kernels.PLANS on this one). R-SWA steps and a run of documents with each
+set, the default first, taking turns for ``--rounds`` rounds; each set's best against the
 default's. Full-size v1 with random bf16 weights (engine_bench.build_model).
 
     python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
+    python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
 
 One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
 captured with its tiles. The sets' earlier graphs are kept, not freed: run I1's A/B cleared
 them and recaptured into the same pool, which tripped an assert in torch's caching allocator
 and left the rest of the run without graphs. The first round also warms up: reported is each
-set's best round. Not yet run on a card (written after run I2)."""
+set's best round. Runs J and L (H100s, bench/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -22,12 +24,19 @@ import torch
 from bench import engine_bench, mlp_bench
 from bench.engine_bench import Engine, build_model
 from ocr_worker.engines.unlimited_ocr import moe_kernels
+from ocr_worker.engines.unlimited_ocr import triton_kernels as attention
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 
+Plans = tuple[attention.AttentionPlan, ...]
 
-def use_tiles(engine: Engine, tiles: moe_kernels.Tiles, retired: list[CudaGraphSteps]) -> None:
-    """The engine's steps of many sequences with ``tiles``, in graphs captured anew."""
+
+def use_tiles(
+    engine: Engine, tiles: moe_kernels.Tiles, plans: Plans, retired: list[CudaGraphSteps]
+) -> None:
+    """The engine's steps with ``tiles`` for many sequences and the attention's ``plans`` on
+    this card, in graphs captured anew."""
     moe_kernels.MANY_TOKENS_TILES = tiles
+    attention.PLANS[attention.card_name(engine.device)] = plans
     runner = engine.runner
     if runner.graphs is not None:
         retired.append(runner.graphs)
@@ -46,7 +55,8 @@ def measure(engine: Engine, args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     named = [name for name, tiles in mlp_bench.VARIANTS.items() if tiles]
-    parser.add_argument("--tiles", nargs="+", choices=named, required=True)
+    parser.add_argument("--tiles", nargs="*", choices=named, default=[])
+    parser.add_argument("--attention", nargs="*", choices=list(attention.PLANS), default=[])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--documents", type=int, default=128, help="0: steps only")
@@ -65,13 +75,17 @@ def main() -> None:
     if args.tiny:
         engine_bench.PAGE_TOKENS = 7  # as engine_bench --tiny: the tiny model's positions
     engine = Engine(build_model(args.tiny, device, dtype), args, device, dtype, 0)
-    sets = {"default": moe_kernels.MANY_TOKENS_TILES}
-    sets |= {name: tiles for name in args.tiles if (tiles := mlp_bench.VARIANTS[name])}
+    tiles = moe_kernels.MANY_TOKENS_TILES
+    card = attention.card_name(device)
+    plans = attention.PLANS.get(card, attention.PLANS[attention.DEFAULT_CARD])
+    sets = {"default": (tiles, plans)}
+    sets |= {name: (mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
+    sets |= {f"attention of {other}": (tiles, attention.PLANS[other]) for other in args.attention}
     retired: list[CudaGraphSteps] = []
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
     for round_no in range(args.rounds):
-        for name, tiles in sets.items():
-            use_tiles(engine, tiles, retired)
+        for name, (moe_tiles, attention_plans) in sets.items():
+            use_tiles(engine, moe_tiles, attention_plans, retired)
             rounds[name].append(measure(engine, args))
             print(f"round {round_no + 1} {name}: {rounds[name][-1]}", flush=True)
     report(rounds)
@@ -92,7 +106,7 @@ def report(rounds: dict[str, list[dict[str, float]]]) -> None:
         for key, value in row.items():
             speedup = value / base[key] if key == "tok_s" else base[key] / value
             cells.append(f"{key} {value:.3f} ({speedup:.3f}x)")
-        print(f"{name:<32}" + "  ".join(cells))
+        print(f"{name:<40}" + "  ".join(cells))
 
 
 def device_name(device: torch.device) -> str:

@@ -17,6 +17,7 @@ sequence, ~950 tiny kernels (RMSNorm alone is seven per call, RoPE a dozen per l
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -41,7 +42,7 @@ class Tile(NamedTuple):
 
 
 # The tiles bench/attention_bench.py times (and the sm_90 build test compiles). The engine's
-# tile and program counts come from its runs on the H200 (bench/RESULTS.md), not from Triton's
+# tile and program counts come from its runs on each card (bench/RESULTS.md), not from Triton's
 # autotuner at run time: the engine first runs a shape in a CUDA graph's warm-up, whose padding
 # rows read one masked row; a choice timed on that workload left the step no faster on real rows.
 TILES = [
@@ -53,20 +54,53 @@ TILES = [
     Tile(16, 1, mma=True),
     Tile(16, 2, mma=True),
     Tile(16, 2, 4, mma=True),
+    Tile(32, 1, mma=True),
     Tile(32, 2, mma=True),
     Tile(32, 4, mma=True),
     Tile(64, 8, mma=True),
 ]
-# The fastest at 16 and 128 sequences over ~2,300 rows, within 5% of it at 1: 121 / 726 / 4,706
-# µs a step's 12 layers, against 136 / 1,091 / 7,478 for the best CUDA-core tile at the 1,024
-# programs the engine ran before, and 128 / 851 / 5,792 for it at any program count.
-TILE = Tile(16, 1, mma=True)
 
 
-def target_programs(batch: int) -> int:
-    """Programs a launch aims for: 2,048 up to 16 sequences (13 slices a head at 16), 4,096
-    above (4 slices a head at 128: the last wave stays short). Measured at 1, 16 and 128."""
-    return 2048 if batch <= 16 else 4096
+class AttentionPlan(NamedTuple):
+    """How a step of up to ``up_to`` sequences launches: its tile, and the programs it aims
+    for (attention_slices): enough slices a head to fill the card, few enough that the last
+    wave is not left mostly idle."""
+
+    up_to: int
+    tile: Tile
+    programs: int
+
+
+ANY = 1 << 30  # a plan for every larger step
+# Per card (torch.cuda.get_device_name), the fastest of attention_bench's grid over ~2,300 rows,
+# as a step's 12 layers take it. A card not listed takes the H200's, the issue's card.
+# - H200 (run B): 16-row tiles, 121 / 726 / 4,706 µs at 1 / 16 / 128 sequences.
+# - H100 (runs K, L): 32-row tiles from 2 sequences on, 842 µs at 16 and 6,045 at 128 against
+#   16-row tiles' 886 and 6,177; at one sequence, whose slices are 16 rows, 16-row tiles (129 µs
+#   against 138).
+PLANS = {
+    "NVIDIA H200": (
+        AttentionPlan(16, Tile(16, 1, mma=True), 2048),
+        AttentionPlan(ANY, Tile(16, 1, mma=True), 4096),
+    ),
+    "NVIDIA H100 80GB HBM3": (
+        AttentionPlan(1, Tile(16, 1, mma=True), 2048),
+        AttentionPlan(16, Tile(32, 1, mma=True), 2048),
+        AttentionPlan(ANY, Tile(32, 1, mma=True), 4096),
+    ),
+}
+DEFAULT_CARD = "NVIDIA H200"
+
+
+@functools.cache
+def card_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def attention_plan(batch: int, card: str) -> AttentionPlan:
+    """The plan measured on ``card`` (card_name) for a step of ``batch`` sequences."""
+    plans = PLANS.get(card, PLANS[DEFAULT_CARD])
+    return next(plan for plan in plans if batch <= plan.up_to)
 
 
 @triton.jit
@@ -209,12 +243,9 @@ def dot_precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
-def attention_slices(
-    batch: int, heads: int, width: int, programs: int | None = None
-) -> tuple[int, int]:
+def attention_slices(batch: int, heads: int, width: int, programs: int) -> tuple[int, int]:
     """(rows per slice, slices) for ``batch`` sequences of ``width`` rows: enough slices for
-    about ``programs`` programs (target_programs), each a whole number of ROW_GRAIN rows."""
-    programs = programs or target_programs(batch)
+    about ``programs`` programs, each a whole number of ROW_GRAIN rows."""
     grains = triton.cdiv(width, ROW_GRAIN)
     slices = max(1, min(grains, triton.cdiv(programs, batch * heads)))
     chunk = triton.cdiv(grains, slices) * ROW_GRAIN
@@ -235,8 +266,9 @@ def paged_decode_attention(
     Every sequence needs at least one valid row (the graphs' padding rows keep column 0)."""
     batch, heads, dim = q.shape
     width = rows.shape[1]
-    chunk, slices = attention_slices(batch, heads, width, programs)
-    tile = tile or TILE
+    plan = attention_plan(batch, card_name(q.device))
+    chunk, slices = attention_slices(batch, heads, width, programs or plan.programs)
+    tile = tile or plan.tile
     parts = torch.empty(batch, heads, slices, dim + 2, device=q.device, dtype=torch.float32)
     out = torch.empty_like(q)
     _attention_slices[(batch, heads, slices)](

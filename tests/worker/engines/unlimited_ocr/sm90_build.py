@@ -165,7 +165,8 @@ def step_kernels() -> dict[str, int]:
     launch = kernels.Tiles()  # num_warps 4, num_stages 3: Triton's defaults
     built: dict[str, int] = {}
     for batch in (1, 128):  # a slice per 16 rows at one sequence, 4 slices a head at 128
-        chunk, slices = step.attention_slices(batch, heads, 2400)
+        plan = step.attention_plan(batch, step.DEFAULT_CARD)
+        chunk, slices = step.attention_slices(batch, heads, 2400, plan.programs)
         for tile in step.TILES:
             form = "tensor cores" if tile.mma else "cuda cores"
             name = f"BLOCK={tile.block} warps={tile.warps} stages={tile.stages} {form}"

@@ -87,6 +87,19 @@ def test_paged_attention_equals_sdpa_over_the_gathered_rows(
     torch.testing.assert_close(again, expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("card", [*kernels.PLANS, "NVIDIA A100-SXM4-80GB", "cpu"])
+def test_every_step_size_on_every_card_gets_a_tile_the_gpu_tests_check(card: str) -> None:
+    """A step of any size finds a plan, and its tile is one of TILES: the tiles test_gpu.py
+    checks against SDPA on the card and the sm_90 build compiles. A card with no plans of its
+    own (or the CPU) takes the H200's."""
+    for batch in (1, 2, 16, 17, 128, 256, 4096):
+        plan = kernels.attention_plan(batch, card)
+        assert plan.tile in kernels.TILES, (card, batch, plan)
+        assert batch <= plan.up_to
+        if card not in kernels.PLANS:
+            assert plan == kernels.attention_plan(batch, kernels.DEFAULT_CARD)
+
+
 def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows() -> None:
     g = torch.Generator().manual_seed(0)
     count = 5
