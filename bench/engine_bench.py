@@ -62,6 +62,28 @@ def build_model(tiny: bool, device: torch.device, dtype: torch.dtype):  # type: 
     return model.eval()
 
 
+def bench_model(tiny: bool):  # type: ignore[no-untyped-def]
+    """(model, device, dtype): full-size v1 in bf16 on the GPU, or with ``tiny`` the tests'
+    tiny model (in fp32 where there is no GPU), whose pages then take its few positions."""
+    global PAGE_TOKENS
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if tiny:
+        PAGE_TOKENS = 7
+    return build_model(tiny, device, dtype), device, dtype
+
+
+def engine_options(parser: argparse.ArgumentParser, workspace_gb: float) -> None:
+    """The options an Engine is built from, for every bench that runs one."""
+    parser.add_argument("--tiny", action="store_true", help="the tiny model (a CPU smoke run)")
+    parser.add_argument("--group-tokens", type=int, default=256)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--block-size", type=int, default=32)
+    parser.add_argument("--workspace-gb", type=float, default=workspace_gb)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--no-cuda-graphs", action="store_true")
+
+
 STAND_INS = 64  # distinct stand-in pages: each is made once, then shared
 
 
@@ -325,18 +347,12 @@ class Engine:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tiny", action="store_true")
+    engine_options(parser, workspace_gb=4.0)
     parser.add_argument("--pages", type=int, nargs="+", default=[10, 100, 300])
     parser.add_argument("--throughput-pages", type=int, default=100)
     parser.add_argument("--new-tokens", type=int, default=512)
-    parser.add_argument("--group-tokens", type=int, default=256)
-    parser.add_argument("--group-size", type=int, default=8)
-    parser.add_argument("--block-size", type=int, default=32)
     parser.add_argument("--sr-swa-blocks", type=int, default=12)
-    parser.add_argument("--workspace-gb", type=float, default=4.0)
-    parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--skip-baseline", action="store_true")
-    parser.add_argument("--no-cuda-graphs", action="store_true")
     parser.add_argument("--step-batches", type=int, nargs="*", default=[128])
     parser.add_argument("--throughput-docs", type=int, nargs="*", default=[128])
     parser.add_argument("--compare-torch", action="store_true", help="also the torch-ops step")
@@ -369,13 +385,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     fused_step.PREFILL_MOE = args.prefill_moe
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    model = build_model(args.tiny, device, dtype)
+    model, device, dtype = bench_model(args.tiny)
     text = model.config.text_config
-    if args.tiny:
-        global PAGE_TOKENS
-        PAGE_TOKENS = 7
     results: dict = {
         "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
         "args": vars(args) | {"out": str(args.out)},

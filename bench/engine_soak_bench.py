@@ -22,7 +22,7 @@ import psutil
 import torch
 
 from bench import engine_bench
-from bench.engine_bench import Engine, build_model, stand_in, sync
+from bench.engine_bench import Engine, stand_in, sync
 
 GB = 1e9
 
@@ -126,11 +126,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds <= args.warmup:
         parser.error("--rounds must be more than --warmup")
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    model = build_model(args.tiny, device, dtype)
-    if args.tiny:
-        engine_bench.PAGE_TOKENS = 7
+    model, device, dtype = engine_bench.bench_model(args.tiny)
     engine_args = argparse.Namespace(
         workspace_gb=4.0 if not args.tiny else 0.01,
         block_size=32,

@@ -49,7 +49,7 @@ from typing import Any
 import torch
 
 from bench import engine_bench
-from bench.engine_bench import Engine, build_model, free_running_guard, stand_in, sync
+from bench.engine_bench import Engine, free_running_guard, stand_in, sync
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, free_segments
 
 PAGES = 8  # a page group
@@ -228,11 +228,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    if args.tiny:
-        engine_bench.PAGE_TOKENS = 7
-    model = build_model(args.tiny, device, dtype)
+    model, device, dtype = engine_bench.bench_model(args.tiny)
     options = SimpleNamespace(
         workspace_gb=args.workspace_gb,
         block_size=32,

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from bench import engine_bench, mlp_bench
-from bench.engine_bench import Engine, build_model
+from bench.engine_bench import Engine
 from ocr_worker.engines.unlimited_ocr import moe_kernels
 from ocr_worker.engines.unlimited_ocr import triton_kernels as attention
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
@@ -61,20 +61,11 @@ def main() -> None:
     parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--documents", type=int, default=128, help="0: steps only")
     parser.add_argument("--pages", type=int, default=100)
-    parser.add_argument("--group-tokens", type=int, default=256)
-    parser.add_argument("--group-size", type=int, default=8)
-    parser.add_argument("--block-size", type=int, default=32)
-    parser.add_argument("--workspace-gb", type=float, default=24.0)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--no-cuda-graphs", action="store_true")
-    parser.add_argument("--tiny", action="store_true", help="the tiny model (a CPU smoke run)")
+    engine_bench.engine_options(parser, workspace_gb=24.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    if args.tiny:
-        engine_bench.PAGE_TOKENS = 7  # as engine_bench --tiny: the tiny model's positions
-    engine = Engine(build_model(args.tiny, device, dtype), args, device, dtype, 0)
+    model, device, dtype = engine_bench.bench_model(args.tiny)
+    engine = Engine(model, args, device, dtype, 0)
     tiles = moe_kernels.MANY_TOKENS_TILES
     card = attention.card_name(device)
     plans = attention.PLANS.get(card, attention.PLANS[attention.DEFAULT_CARD])
