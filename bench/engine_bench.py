@@ -101,6 +101,15 @@ def stand_in(tokens: int, hidden: int, device: torch.device, dtype: torch.dtype,
     return _stand_in(tokens, hidden, device, dtype, seed % STAND_INS)
 
 
+def distinct_pages(sequence: int, pages: int) -> list[int]:
+    """Stand-in seeds for one of many sequences' pages, no two of the first STAND_INS x 32
+    sequences alike (the same pages in the same order). Alike sequences decode alike tokens and
+    route them to the same experts: 128 sequences of 8 page lists, as the steady step had them
+    until run M, read far fewer experts' weights a step than 128 documents do."""
+    start, stride = sequence % STAND_INS, 2 * (sequence // STAND_INS) + 1  # odd: a cycle of 64
+    return [start + p * stride for p in range(pages)]
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -322,12 +331,10 @@ class Engine:
             new += [
                 NewSegment(
                     "page",
-                    stand_in(
-                        PAGE_TOKENS, self.text.hidden_size, self.device, self.dtype, i * 1000 + p
-                    ),
+                    stand_in(PAGE_TOKENS, self.text.hidden_size, self.device, self.dtype, seed),
                     page_no=p,
                 )
-                for p in range(pages)
+                for p, seed in enumerate(distinct_pages(i, pages))
             ]
             guard = free_running_guard(pages)
             self.scheduler.submit(

@@ -55,17 +55,18 @@ from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
 PAGES = 8  # a page group
 
 
-def group(engine: Engine, name: str, seed: int, new_tokens: int) -> DecodeRequest:
-    """An 8-page group's request: BOS, the pages' stand-in embeddings, the prompt."""
+def group(engine: Engine, name: str, sequence: int, new_tokens: int) -> DecodeRequest:
+    """An 8-page group's request: BOS, the pages' stand-in embeddings (the ``sequence``-th
+    distinct list), the prompt."""
     text, device, dtype = engine.text, engine.device, engine.dtype
     new = [NewSegment("bos", engine.embed(torch.tensor([0], device=device)))]
     new += [
         NewSegment(
             "page",
-            stand_in(engine_bench.PAGE_TOKENS, text.hidden_size, device, dtype, seed + p),
+            stand_in(engine_bench.PAGE_TOKENS, text.hidden_size, device, dtype, seed),
             page_no=p,
         )
-        for p in range(PAGES)
+        for p, seed in enumerate(engine_bench.distinct_pages(sequence, PAGES))
     ]
     new.append(
         NewSegment(
@@ -82,7 +83,7 @@ def start_decoding(engine: Engine, sequences: int, steps: int) -> None:
     scheduler = engine.scheduler
     scheduler.max_concurrency = sequences
     for i in range(sequences):
-        scheduler.submit(group(engine, f"s{i}", i * 1000, steps + 20))
+        scheduler.submit(group(engine, f"s{i}", i, steps + 20))
     for _ in range(10):
         scheduler.step()
     sync(engine.device)
@@ -241,7 +242,7 @@ def main() -> None:
     start_decoding(engine, args.sequences, 4 * runs * args.steps)
     side = torch.cuda.Stream() if device.type == "cuda" else None
     # made once (the service's vision thread makes them, apart from the loop)
-    requests = [group(engine, f"p{g}", 10**6 + 100 * g, 1) for g in range(args.groups)]
+    requests = [group(engine, f"p{g}", 1000 + g, 1) for g in range(args.groups)]
 
     def passes() -> None:
         prefill_passes(engine, args.passes, requests)

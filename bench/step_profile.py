@@ -87,15 +87,15 @@ def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ign
     # The same again under the profiler (a second admission; graphs are already captured).
     engine.step_ms(batch, args.pages, 3)
     scheduler = engine.scheduler
-    from bench.engine_bench import free_running_guard, stand_in
+    from bench.engine_bench import distinct_pages, free_running_guard, stand_in
     from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
 
     hidden = model.config.text_config.hidden_size
     for i in range(batch):
         new = [NewSegment("bos", engine.embed(torch.tensor([0], device=device)))]
         new += [
-            NewSegment("page", stand_in(273, hidden, device, dtype, i * 99 + p), page_no=p)
-            for p in range(args.pages)
+            NewSegment("page", stand_in(273, hidden, device, dtype, seed), page_no=p)
+            for p, seed in enumerate(distinct_pages(i, args.pages))
         ]
         scheduler.submit(
             DecodeRequest(f"p{i}", [], new, free_running_guard(args.pages), 500, ignore_eos=True)
