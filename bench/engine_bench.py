@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -232,7 +233,7 @@ class Engine:
                         self.text.hidden_size,
                         self.device,
                         self.dtype,
-                        hash((name, p)) % 2**31,
+                        zlib.crc32(f"{name}/{p}".encode()),  # as hash(), not salted
                     ),
                     page_no=p,
                 )
