@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything issues 13 and 16 measure, on one GPU box, one after another so that nothing shares
 # the card (PARTS picks some): the GPU tests, the attention kernel, one MLP layer's kernels, the
-# MoE tiles of a step of many sequences in the engine, the decode-step profile, the whole
+# MoE tiles of a step of many sequences in the engine, the GPU's idle gaps inside runs of
+# documents, the decode-step profile, the whole
 # service (gpu_run.sh: the bare engine against the service, a worker killed), then the engine
 # bench, the longest (a loan that ends early has still measured the service), and 128 documents
 # again with a prefill's MoE each other way (the default is grouped_mm: fused_step.PREFILL_MOE),
@@ -19,7 +20,7 @@ OUTDIR=${1:-/tmp/gpusession}
 mkdir -p "$OUTDIR"
 export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
 export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
-PARTS=${PARTS:-tests attention mlp tiles profile service engine prefill overlap}  # the parts to run, in order
+PARTS=${PARTS:-tests attention mlp tiles runs profile service engine prefill overlap}  # the parts to run, in order
 part() { echo "== $1 $(date -u +%T)"; }
 wanted() { [[ " $PARTS " == *" $1 "* ]]; }
 
@@ -45,6 +46,12 @@ if wanted tiles; then  # the step's many-token MoE tiles, A/B in the engine (til
   timeout 420 python3 -m bench.tiles_bench --tiles ${TILES:-w8_n64_k128 swap_plan_w4_n64_k64_s6} \
     --out "$OUTDIR/tiles_bench.json" >"$OUTDIR/tiles_bench.log" 2>&1
   tail -8 "$OUTDIR/tiles_bench.log"
+fi
+if wanted runs; then  # the GPU's busy time and idle gaps a step: steady, and inside runs (run_profile.py)
+  part runs
+  timeout 300 python3 -m bench.run_profile --documents 16 128 --out "$OUTDIR/run_profile.json" \
+    >"$OUTDIR/run_profile.log" 2>&1
+  grep -v USDT "$OUTDIR/run_profile.log" | tail -42
 fi
 if wanted profile; then
   part profile
