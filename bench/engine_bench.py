@@ -106,7 +106,7 @@ def distinct_pages(sequence: int, pages: int) -> list[int]:
     """Stand-in seeds for one of many sequences' pages, no two of the first STAND_INS x 32
     sequences alike (the same pages in the same order). Alike sequences decode alike tokens and
     route them to the same experts: 128 sequences of 8 page lists, as the steady step had them
-    until run M, read far fewer experts' weights a step than 128 documents do."""
+    from run F to run M, read far fewer experts' weights a step than 128 documents do."""
     start, stride = sequence % STAND_INS, 2 * (sequence // STAND_INS) + 1  # odd: a cycle of 64
     return [start + p * stride for p in range(pages)]
 
