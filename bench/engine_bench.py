@@ -17,7 +17,6 @@ import functools
 import json
 import math
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -75,7 +74,7 @@ def bench_model(tiny: bool):  # type: ignore[no-untyped-def]
 
 
 def engine_options(parser: argparse.ArgumentParser, workspace_gb: float) -> None:
-    """The options an Engine is built from, for every bench that runs one."""
+    """The options an Engine is built from (engine_bench, tiles_bench, run_profile)."""
     parser.add_argument("--tiny", action="store_true", help="the tiny model (a CPU smoke run)")
     parser.add_argument("--group-tokens", type=int, default=256)
     parser.add_argument("--group-size", type=int, default=8)
@@ -103,10 +102,11 @@ def stand_in(tokens: int, hidden: int, device: torch.device, dtype: torch.dtype,
 
 
 def distinct_pages(sequence: int, pages: int) -> list[int]:
-    """Stand-in seeds for one of many sequences' pages, no two of the first STAND_INS x 32
-    sequences alike (the same pages in the same order). Alike sequences decode alike tokens and
-    route them to the same experts: 128 sequences of 8 page lists, as the steady step had them
-    from run F to run M, read far fewer experts' weights a step than 128 documents do."""
+    """Stand-in seeds for one of many sequences' pages: no two of the first STAND_INS x 32
+    sequences alike (the same pages in the same order) over any two pages or more in a row.
+    Alike sequences decode alike tokens and route them to the same experts: 128 sequences of
+    8 page lists, as the steady step had them from run F to run M, read far fewer experts'
+    weights a step than 128 documents do."""
     start, stride = sequence % STAND_INS, 2 * (sequence // STAND_INS) + 1  # odd: a cycle of 64
     return [start + p * stride for p in range(pages)]
 
@@ -214,8 +214,10 @@ class Engine:
         self.embed = model.model.language_model.embed_tokens
         self.ngram_size = 0  # the documents' guards: no n-gram bans unless set
 
-    def document(self, name: str, pages: int, new_tokens: int) -> int:
-        """Decode one document group by group; returns the tokens generated."""
+    def document(self, index: int, pages: int, new_tokens: int) -> int:
+        """Decode the ``index``-th document group by group (its pages the index-th distinct
+        list: no two documents' groups alike); returns the tokens generated."""
+        name, seeds = f"d{index}", distinct_pages(index, pages)
         kept: list[Segment] = []
         total = 0
         groups = self.planner.plan(pages)
@@ -233,7 +235,7 @@ class Engine:
                         self.text.hidden_size,
                         self.device,
                         self.dtype,
-                        zlib.crc32(f"{name}/{p}".encode()),  # as hash(), not salted
+                        seeds[p],
                     ),
                     page_no=p,
                 )
@@ -270,9 +272,7 @@ class Engine:
         sync(self.device)
         started = time.perf_counter()
         with ThreadPoolExecutor(documents) as pool:
-            tokens = sum(
-                pool.map(lambda i: self.document(f"d{i}", pages, new_tokens), range(documents))
-            )
+            tokens = sum(pool.map(lambda i: self.document(i, pages, new_tokens), range(documents)))
         sync(self.device)
         elapsed = time.perf_counter() - started
         block_bytes = kv_bytes(self.text) * self.workspace.block_size

@@ -43,7 +43,11 @@ def soak_ours(engine: Engine, args: argparse.Namespace, device: torch.device) ->
     samples = []
     for round_no in range(args.rounds):
         docs = [
-            (f"r{round_no}d{i}", rng.randint(2, args.max_pages), rng.randint(16, args.max_tokens))
+            (
+                round_no * args.documents + i,  # a document of its own in every round
+                rng.randint(2, args.max_pages),
+                rng.randint(16, args.max_tokens),
+            )
             for i in range(args.documents)
         ]
         with ThreadPoolExecutor(len(docs)) as pool:

@@ -131,6 +131,8 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=300)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.window < 1:
+        parser.error("--window must be at least 1 step")
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
     results: dict[str, Any] = {
@@ -146,8 +148,8 @@ def main() -> None:
         )
         for family, cell in list(row["families"].items())[:6]:
             print(f"    {family:<34}{cell['count']:6.1f} kernels {cell['us'] / 1000:8.3f} ms")
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        if args.out:  # after every case: a later one that runs too few steps keeps these
+            args.out.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's named sets) and the attention's plans
 (another card's triton_kernels.PLANS on this one). R-SWA steps and a run of documents with each
 set, the default first, taking turns for ``--rounds`` rounds; each set's best against the
-default's. Full-size v1 with random bf16 weights (engine_bench.build_model).
+default's. Full-size v1 with random bf16 weights (engine_bench.bench_model).
 
     python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
     python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
@@ -64,6 +64,8 @@ def main() -> None:
     engine_bench.engine_options(parser, workspace_gb=24.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if not args.tiles and not args.attention:
+        parser.error("name what to set beside the default: --tiles and/or --attention")
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
     tiles = moe_kernels.MANY_TOKENS_TILES

@@ -92,15 +92,25 @@ PLANS = {
 DEFAULT_CARD = "NVIDIA H200"
 
 
-@functools.cache
 def card_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    """The card's name as torch gives it ("cpu" off the GPU), looked up once a card."""
+    if device.type != "cuda":
+        return "cpu"
+    return _card_name(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def _card_name(index: int) -> str:
+    return torch.cuda.get_device_name(index)
 
 
 def attention_plan(batch: int, card: str) -> AttentionPlan:
     """The plan measured on ``card`` (card_name) for a step of ``batch`` sequences."""
     plans = PLANS.get(card, PLANS[DEFAULT_CARD])
-    return next(plan for plan in plans if batch <= plan.up_to)
+    for plan in plans:
+        if batch <= plan.up_to:
+            return plan
+    raise ValueError(f"{card}'s attention plans end below {batch} sequences (end them at ANY)")
 
 
 @triton.jit

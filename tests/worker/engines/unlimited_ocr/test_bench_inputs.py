@@ -1,7 +1,7 @@
-"""The engine bench's steady step stands for documents decoding side by side: its sequences
-must not be copies of each other. Alike sequences choose alike tokens and route them to the
-same experts, so a step of them reads far fewer experts' weights than a step of documents
-(bench/RESULTS.md, run M: the experts' kernels 37% faster at 16 sequences, 62% at 128)."""
+"""The engine bench's sequences stand for documents decoding side by side: none may be a copy
+of another. Alike sequences choose alike tokens and route them to the same experts, so a step
+of them reads far fewer experts' weights than a step of documents (bench/RESULTS.md, run M:
+the experts' kernels a third faster at 16 sequences, 62% at 128)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,18 @@ import torch
 
 from bench import engine_bench
 from bench.engine_bench import Engine
+from ocr_api.core.page_groups import PageGroupPlanner
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest
 
 
-@pytest.fixture(scope="module")
-def engine() -> Engine:
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch) -> Engine:
+    monkeypatch.setattr(engine_bench, "PAGE_TOKENS", 7)  # the tiny model's few positions
     parser = argparse.ArgumentParser()
     engine_bench.engine_options(parser, workspace_gb=0.05)
     args = parser.parse_args(["--tiny"])
-    model, _, dtype = engine_bench.bench_model(tiny=True)
-    return Engine(model.cpu(), args, torch.device("cpu"), dtype, 0)
+    cpu = torch.device("cpu")
+    return Engine(engine_bench.build_model(True, cpu, torch.float32), args, cpu, torch.float32, 0)
 
 
 def test_every_sequence_of_a_steady_step_reads_pages_of_its_own(
@@ -42,3 +44,17 @@ def test_every_sequence_of_a_steady_step_reads_pages_of_its_own(
     ]
     assert len(page_lists) == 70 and all(len(pages) == 3 for pages in page_lists)
     assert len(set(page_lists)) == 70
+
+
+def test_the_documents_of_a_throughput_run_read_pages_of_their_own() -> None:
+    """engine_bench's 128 documents of 100 pages, group by group as Engine.document plans them:
+    in every group, each document's pages (as stand-ins; the page the group reuses from the
+    one before included) differ from every other's."""
+    groups = PageGroupPlanner(size=8, overlap=1).plan(100)
+    seeds = [engine_bench.distinct_pages(i, 100) for i in range(128)]
+    for group in groups:
+        positions = range(group.first_position, group.last_position + 1)
+        page_lists = {
+            tuple(seeds[i][p] % engine_bench.STAND_INS for p in positions) for i in range(128)
+        }
+        assert len(page_lists) == 128, group

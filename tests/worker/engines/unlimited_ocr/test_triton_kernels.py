@@ -100,6 +100,15 @@ def test_every_step_size_on_every_card_gets_a_tile_the_gpu_tests_check(card: str
             assert plan == kernels.attention_plan(batch, kernels.DEFAULT_CARD)
 
 
+def test_the_h200_and_unlisted_cards_keep_the_tile_and_programs_measured_on_the_h200() -> None:
+    """Run B's choice on the H200, the issue's card: 16-row tiles on the tensor cores, one
+    warp, 2,048 programs up to 16 sequences and 4,096 above."""
+    for card in ("NVIDIA H200", "NVIDIA A100-SXM4-80GB"):
+        for batch, programs in ((1, 2048), (16, 2048), (17, 4096), (128, 4096)):
+            plan = kernels.attention_plan(batch, card)
+            assert (plan.tile, plan.programs) == (kernels.Tile(16, 1, mma=True), programs)
+
+
 def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows() -> None:
     g = torch.Generator().manual_seed(0)
     count = 5
