@@ -142,9 +142,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device),
         "triton": triton.__version__,
-        "plans": str(
-            kernels.PLANS.get(kernels.card_name(device), kernels.PLANS[kernels.DEFAULT_CARD])
-        ),
+        "plans": str(kernels.plans_for(kernels.card_name(device))),
     }
     for batch in args.batches:
         report = measure(batch, args.targets, args.tiles or kernels.TILES, device)

@@ -19,8 +19,6 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
 from bench import engine_bench, mlp_bench
 from bench.engine_bench import Engine
 from ocr_worker.engines.unlimited_ocr import moe_kernels
@@ -70,7 +68,7 @@ def main() -> None:
     engine = Engine(model, args, device, dtype, 0)
     tiles = moe_kernels.MANY_TOKENS_TILES
     card = attention.card_name(device)
-    plans = attention.PLANS.get(card, attention.PLANS[attention.DEFAULT_CARD])
+    plans = attention.plans_for(card)
     sets = {"default": (tiles, plans)}
     sets |= {name: (mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
     sets |= {f"attention of {other}": (tiles, attention.PLANS[other]) for other in args.attention}
@@ -83,7 +81,7 @@ def main() -> None:
             print(f"round {round_no + 1} {name}: {rounds[name][-1]}", flush=True)
     report(rounds)
     if args.out:
-        args.out.write_text(json.dumps({"device": device_name(device), "rounds": rounds}, indent=1))
+        args.out.write_text(json.dumps({"device": card, "rounds": rounds}, indent=1))
 
 
 def report(rounds: dict[str, list[dict[str, float]]]) -> None:
@@ -100,10 +98,6 @@ def report(rounds: dict[str, list[dict[str, float]]]) -> None:
             speedup = value / base[key] if key == "tok_s" else base[key] / value
             cells.append(f"{key} {value:.3f} ({speedup:.3f}x)")
         print(f"{name:<40}" + "  ".join(cells))
-
-
-def device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
 
 
 if __name__ == "__main__":

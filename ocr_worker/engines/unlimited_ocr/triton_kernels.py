@@ -104,10 +104,14 @@ def _card_name(index: int) -> str:
     return torch.cuda.get_device_name(index)
 
 
+def plans_for(card: str) -> tuple[AttentionPlan, ...]:
+    """The plans measured on ``card`` (card_name), or the H200's for a card not listed."""
+    return PLANS.get(card, PLANS[DEFAULT_CARD])
+
+
 def attention_plan(batch: int, card: str) -> AttentionPlan:
     """The plan measured on ``card`` (card_name) for a step of ``batch`` sequences."""
-    plans = PLANS.get(card, PLANS[DEFAULT_CARD])
-    for plan in plans:
+    for plan in plans_for(card):
         if batch <= plan.up_to:
             return plan
     raise ValueError(f"{card}'s attention plans end below {batch} sequences (end them at ANY)")
