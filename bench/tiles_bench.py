@@ -1,11 +1,14 @@
 """The step's tiles A/B inside the engine on one card: the experts' tiles of a step of many
-sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's named sets) and the attention's plans
-(another card's triton_kernels.PLANS on this one). R-SWA steps and a run of documents with each
-set, the default first, taking turns for ``--rounds`` rounds; each set's best against the
-default's. Full-size v1 with random bf16 weights (engine_bench.bench_model).
+sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's named sets), the attention's plans
+(another card's triton_kernels.PLANS on this one), and a prefill's last layer through every
+row (as before 2026-12-06) against its last rows only (fused_step.FusedStep.prefill). R-SWA
+steps and a run of documents with each set, the default first, taking turns for ``--rounds``
+rounds; each set's best against the default's. Full-size v1 with random bf16 weights
+(engine_bench.bench_model).
 
     python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
     python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
+    python3 -m bench.tiles_bench --whole-last-layer --step-batches 128
 
 One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
 captured with its tiles. The sets' earlier graphs are kept, not freed: run I1's A/B cleared
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import engine_bench, mlp_bench
@@ -28,14 +32,20 @@ from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 Plans = tuple[attention.AttentionPlan, ...]
 
 
-def use_tiles(
-    engine: Engine, tiles: moe_kernels.Tiles, plans: Plans, retired: list[CudaGraphSteps]
-) -> None:
-    """The engine's steps with ``tiles`` for many sequences and the attention's ``plans`` on
-    this card, in graphs captured anew."""
-    moe_kernels.MANY_TOKENS_TILES = tiles
-    attention.PLANS[attention.card_name(engine.device)] = plans
+@dataclass(frozen=True)
+class Setup:
+    tiles: moe_kernels.Tiles  # the experts' for a step of many sequences
+    plans: Plans  # the attention's on this card
+    whole_last_layer: bool = False  # a prefill's last layer through every row
+
+
+def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
+    """The engine with ``setup``, its steps in graphs captured anew."""
+    moe_kernels.MANY_TOKENS_TILES = setup.tiles
+    attention.PLANS[attention.card_name(engine.device)] = setup.plans
     runner = engine.runner
+    if runner.fused is not None:
+        runner.fused.whole_last_layer = setup.whole_last_layer
     if runner.graphs is not None:
         retired.append(runner.graphs)
         runner.graphs = CudaGraphSteps(runner)
@@ -55,6 +65,7 @@ def main() -> None:
     named = [name for name, tiles in mlp_bench.VARIANTS.items() if tiles]
     parser.add_argument("--tiles", nargs="*", choices=named, default=[])
     parser.add_argument("--attention", nargs="*", choices=list(attention.PLANS), default=[])
+    parser.add_argument("--whole-last-layer", action="store_true", help="a prefill's, as before")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--documents", type=int, default=128, help="0: steps only")
@@ -62,21 +73,26 @@ def main() -> None:
     engine_bench.engine_options(parser, workspace_gb=24.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    if not args.tiles and not args.attention:
-        parser.error("name what to set beside the default: --tiles and/or --attention")
+    if not args.tiles and not args.attention and not args.whole_last_layer:
+        parser.error(
+            "name what to set beside the default: --tiles, --attention and/or --whole-last-layer"
+        )
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
     tiles = moe_kernels.MANY_TOKENS_TILES
     card = attention.card_name(device)
     plans = attention.plans_for(card)
-    sets = {"default": (tiles, plans)}
-    sets |= {name: (mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
-    sets |= {f"attention of {other}": (tiles, attention.PLANS[other]) for other in args.attention}
+    sets = {"default": Setup(tiles, plans)}
+    sets |= {name: Setup(mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
+    for other in args.attention:
+        sets[f"attention of {other}"] = Setup(tiles, attention.PLANS[other])
+    if args.whole_last_layer:
+        sets["whole last layer"] = Setup(tiles, plans, whole_last_layer=True)
     retired: list[CudaGraphSteps] = []
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
     for round_no in range(args.rounds):
-        for name, (moe_tiles, attention_plans) in sets.items():
-            use_tiles(engine, moe_tiles, attention_plans, retired)
+        for name, setup in sets.items():
+            use(engine, setup, retired)
             rounds[name].append(measure(engine, args))
             print(f"round {round_no + 1} {name}: {rounds[name][-1]}", flush=True)
     report(rounds)

@@ -44,6 +44,7 @@ class FusedStep:
         # launches instead of ~25 (fused_mlp.merge_for).
         self.mlps = [fused_mlp(layer.mlp) for layer in layers]
         self.prefill_moe = PREFILL_MOE
+        self.whole_last_layer = False  # every row through the last layer (tiles_bench's base)
 
     @torch.no_grad()
     def __call__(
@@ -86,14 +87,21 @@ class FusedStep:
     ) -> torch.Tensor:
         """Prefills with the step's norm, QKV and RoPE kernels: a group's prefill is ~1,500
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
-        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE).
+        GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE). The last layer runs
+        whole only up to its k and v: past them only each part's last row goes on, whose logits
+        are all a prefill returns (a twelfth of a pass's MoE and attention, never read).
         Returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
+        last = len(self.layers) - (0 if self.whole_last_layer else 1)
         for index, layer in enumerate(self.layers):
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
             q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
-            out = packed.attend(q, k_pool[index], v_pool[index])  # (T, H, D)
+            if index < last:
+                out = packed.attend(q, k_pool[index], v_pool[index])  # (T, H, D)
+            else:  # every row's k and v are stored: the rest is for the last rows' logits
+                x, q = x.index_select(0, packed.last_rows), q.index_select(0, packed.last_rows)
+                out = packed.attend_last(q, k_pool[index], v_pool[index])  # (parts, H, D)
             post = layer.post_attention_layernorm
             x, h = kernels.add_rms_norm(
                 x, layer.self_attn.o_proj(out.flatten(1)), post.weight, post.variance_epsilon
@@ -106,7 +114,7 @@ class FusedStep:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
-        return self.lm_head(h.index_select(0, packed.last_rows)).float()
+        return self.lm_head(h).float()
 
     def _norm_after(self, index: int) -> Any:
         """The RMSNorm after layer ``index``'s MLP: the next layer's input norm, or the last."""

@@ -36,6 +36,15 @@ class PrefillPart:
         )  # (1, H, T, D)
         return out[0].transpose(0, 1)
 
+    def attend_last(
+        self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+    ) -> torch.Tensor:
+        """q: (1, H, D), the part's last row, which sees every one of its rows -> (1, H, D)."""
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(0, 1)[None], keys.transpose(0, 1)[None], values.transpose(0, 1)[None]
+        )  # (1, H, 1, D)
+        return out[0].transpose(0, 1)
+
 
 @dataclass(frozen=True)
 class PrefillPass:
@@ -71,6 +80,38 @@ class PrefillPass:
                 log.warning("prefill_varlen.disabled", error=str(error)[:300])
                 _varlen = False
         return torch.cat([p.attend(q, k_layer[p.rows], v_layer[p.rows]) for p in self.parts])
+
+    def attend_last(
+        self, q: torch.Tensor, k_layer: torch.Tensor, v_layer: torch.Tensor
+    ) -> torch.Tensor:
+        """q: (parts, H, D), each part's last row -> (parts, H, D). The last layer needs no
+        other row's output: only the last rows' logits are read, and every row's k and v are
+        stored before its attention."""
+        global _varlen
+        if _varlen and q.is_cuda and q.dtype in (torch.bfloat16, torch.float16):
+            try:
+                one_each = torch.arange(len(self.parts) + 1, device=q.device, dtype=torch.int32)
+                return torch.ops.aten._flash_attention_forward(  # type: ignore[no-any-return]
+                    q,
+                    k_layer[self.rows],
+                    v_layer[self.rows],
+                    one_each,
+                    self.bounds[1],
+                    1,
+                    self.longest[1],
+                    0.0,
+                    False,  # a last row sees all its part's rows
+                    False,
+                )[0]
+            except RuntimeError as error:
+                log.warning("prefill_varlen.disabled", error=str(error)[:300])
+                _varlen = False
+        return torch.cat(
+            [
+                p.attend_last(q[i : i + 1], k_layer[p.rows], v_layer[p.rows])
+                for i, p in enumerate(self.parts)
+            ]
+        )
 
 
 _varlen = True  # off once the varlen kernel has failed in this process

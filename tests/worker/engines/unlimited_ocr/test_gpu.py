@@ -255,8 +255,9 @@ def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(
 def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
     """A pass of three groups, as the scheduler packs them: one with no past (causal over its
     own rows), two with past rows (a boundary page, read in full, then causal): the varlen
-    flash launch gives each part SDPA's values over its own rows. A part that saw another's
-    rows, or a mask aligned to the wrong corner, is off by ~100% on the rows it changes."""
+    flash launch gives each part SDPA's values over its own rows, and so does its launch for
+    each part's last row alone (a prefill's last layer). A part that saw another's rows, or a
+    mask aligned to the wrong corner, is off by ~100% on the rows it changes."""
     from ocr_worker.engines.unlimited_ocr import prefill_part
     from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
 
@@ -288,4 +289,11 @@ def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
     for part in parts:
         mine = slice(part.start, part.end)
         error = ((got[mine] - expected[mine]).norm() / expected[mine].norm()).item()
+        assert error < 1e-2, (part.past, error)
+    # The last layer's way: each part's last row alone, through the same launch.
+    last = packed.attend_last(q[lasts], k_pool, v_pool).float()
+    assert prefill_part._varlen, "the varlen kernel failed on last rows: the loop ran instead"
+    for index, part in enumerate(parts):
+        wanted = expected[part.end - 1]
+        error = ((last[index] - wanted).norm() / wanted.norm()).item()
         assert error < 1e-2, (part.past, error)

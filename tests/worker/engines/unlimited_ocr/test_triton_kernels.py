@@ -594,6 +594,32 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
         assert ours[name] == _reference(model, pages, prompt, steps), name
 
 
+def test_a_prefill_pass_gives_each_group_the_logits_of_its_every_row_computation(model) -> None:  # type: ignore[no-untyped-def]
+    """The fused prefill runs its last layer past k and v for each group's last row only: a
+    pass of a group after its kept boundary page and a fresh group gives the first-token
+    logits the reference gets through every row of every layer, each group its own."""
+    logits = {}
+    for fused in (False, True):
+        scheduler = _scheduler(model, fused=fused)
+        (first,) = scheduler.run_one(_request(model, "g0", [1, 2], [5, 6], 4, keep=(2,)))
+        passes = []
+        prefill_many = scheduler.runner.prefill_many
+
+        def recorded(items, prefill_many=prefill_many, passes=passes):  # type: ignore[no-untyped-def]
+            passes.append(prefill_many(items))
+            return passes[-1]
+
+        scheduler.runner.prefill_many = recorded  # type: ignore[method-assign]
+        scheduler.submit(_request(model, "g1", [3], [5, 6], 2, reused=first.kept, with_bos=False))
+        scheduler.submit(_request(model, "x", [4, 5], [9], 2))
+        scheduler.run()
+        assert (scheduler.runner.fused is not None) == fused  # the kernels ran throughout
+        (logits[fused],) = passes  # both groups in one pass
+    assert logits[True].shape[0] == 2
+    torch.testing.assert_close(logits[True], logits[False], rtol=1e-4, atol=1e-4)
+    assert (logits[False][0] - logits[False][1]).abs().max() > 0.1  # two groups, two answers
+
+
 def test_a_token_choice_that_fails_to_launch_falls_back_to_torchs_ops(model, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A card where the choice kernels do not build: the worker logs it once and decodes on,
     with the same tokens, rather than failing every group."""
