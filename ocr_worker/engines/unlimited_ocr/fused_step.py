@@ -114,6 +114,8 @@ class FusedStep:
                 x, h = kernels.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
+        if self.whole_last_layer:
+            h = h.index_select(0, packed.last_rows)
         return self.lm_head(h).float()
 
     def _norm_after(self, index: int) -> Any:

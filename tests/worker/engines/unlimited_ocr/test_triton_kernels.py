@@ -599,10 +599,12 @@ def test_a_prefill_pass_gives_each_group_the_logits_of_its_every_row_computation
     pass of a group after its kept boundary page and a fresh group gives the first-token
     logits the reference gets through every row of every layer, each group its own."""
     logits = {}
-    for fused in (False, True):
-        scheduler = _scheduler(model, fused=fused)
+    for fused in (False, True, "whole last layer"):  # the last: tiles_bench's base
+        scheduler = _scheduler(model, fused=bool(fused))
+        if fused == "whole last layer":
+            scheduler.runner.fused.whole_last_layer = True  # type: ignore[union-attr]
         (first,) = scheduler.run_one(_request(model, "g0", [1, 2], [5, 6], 4, keep=(2,)))
-        passes = []
+        passes: list[torch.Tensor] = []
         prefill_many = scheduler.runner.prefill_many
 
         def recorded(items, prefill_many=prefill_many, passes=passes):  # type: ignore[no-untyped-def]
@@ -613,10 +615,11 @@ def test_a_prefill_pass_gives_each_group_the_logits_of_its_every_row_computation
         scheduler.submit(_request(model, "g1", [3], [5, 6], 2, reused=first.kept, with_bos=False))
         scheduler.submit(_request(model, "x", [4, 5], [9], 2))
         scheduler.run()
-        assert (scheduler.runner.fused is not None) == fused  # the kernels ran throughout
+        assert (scheduler.runner.fused is not None) == bool(fused)  # the kernels throughout
         (logits[fused],) = passes  # both groups in one pass
     assert logits[True].shape[0] == 2
     torch.testing.assert_close(logits[True], logits[False], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(logits["whole last layer"], logits[False], rtol=1e-4, atol=1e-4)
     assert (logits[False][0] - logits[False][1]).abs().max() > 0.1  # two groups, two answers
 
 
