@@ -1,14 +1,15 @@
 """The step's tiles A/B inside the engine on one card: the experts' tiles of a step of many
 sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's named sets), the attention's plans
 (another card's triton_kernels.PLANS on this one), and a prefill's last layer through every
-row (as before 2026-12-06) against its last rows only (fused_step.FusedStep.prefill). R-SWA
-steps and a run of documents with each set, the default first, taking turns for ``--rounds``
-rounds; each set's best against the default's. Full-size v1 with random bf16 weights
-(engine_bench.bench_model).
+row (as before 2026-12-06) against its last rows only (fused_step.FusedStep.prefill), and a
+pass's first tokens read before the next step (as before 2026-12-06) against as it runs
+(scheduler.Scheduler._admit). R-SWA steps and a run of documents with each set, the default
+first, taking turns for ``--rounds`` rounds; each set's best against the default's. Full-size
+v1 with random bf16 weights (engine_bench.bench_model).
 
     python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
     python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
-    python3 -m bench.tiles_bench --whole-last-layer --step-batches 128
+    python3 -m bench.tiles_bench --whole-last-layer --first-tokens-at-once --step-batches 128
 
 One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
 captured with its tiles. The sets' earlier graphs are kept, not freed: run I1's A/B cleared
@@ -37,6 +38,7 @@ class Setup:
     tiles: moe_kernels.Tiles  # the experts' for a step of many sequences
     plans: Plans  # the attention's on this card
     whole_last_layer: bool = False  # a prefill's last layer through every row
+    first_tokens_at_once: bool = False  # a pass's read before the next step is launched
 
 
 def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
@@ -46,6 +48,7 @@ def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
     runner = engine.runner
     if runner.fused is not None:
         runner.fused.whole_last_layer = setup.whole_last_layer
+    engine.scheduler.first_tokens_at_once = setup.first_tokens_at_once
     if runner.graphs is not None:
         retired.append(runner.graphs)
         runner.graphs = CudaGraphSteps(runner)
@@ -66,6 +69,9 @@ def main() -> None:
     parser.add_argument("--tiles", nargs="*", choices=named, default=[])
     parser.add_argument("--attention", nargs="*", choices=list(attention.PLANS), default=[])
     parser.add_argument("--whole-last-layer", action="store_true", help="a prefill's, as before")
+    parser.add_argument(
+        "--first-tokens-at-once", action="store_true", help="a pass's read at once, as before"
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--documents", type=int, default=128, help="0: steps only")
@@ -73,9 +79,10 @@ def main() -> None:
     engine_bench.engine_options(parser, workspace_gb=24.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    if not args.tiles and not args.attention and not args.whole_last_layer:
+    if not (args.tiles or args.attention or args.whole_last_layer or args.first_tokens_at_once):
         parser.error(
-            "name what to set beside the default: --tiles, --attention and/or --whole-last-layer"
+            "name what to set beside the default: --tiles, --attention, --whole-last-layer "
+            "and/or --first-tokens-at-once"
         )
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
@@ -88,6 +95,8 @@ def main() -> None:
         sets[f"attention of {other}"] = Setup(tiles, attention.PLANS[other])
     if args.whole_last_layer:
         sets["whole last layer"] = Setup(tiles, plans, whole_last_layer=True)
+    if args.first_tokens_at_once:
+        sets["first tokens at once"] = Setup(tiles, plans, first_tokens_at_once=True)
     retired: list[CudaGraphSteps] = []
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
     for round_no in range(args.rounds):

@@ -79,6 +79,9 @@ class Scheduler:
     # Launch each step before reading the previous one's tokens (see ``step``). Off: every
     # step's tokens are read before the next is launched.
     overlap: bool = True
+    # Read each prefill pass's first tokens before the next step is launched, as before
+    # 2026-12-06 (tiles_bench's base); else they are read as that step runs (see ``_admit``).
+    first_tokens_at_once: bool = False
     # The last step's choice, not yet read by the host: its rows and tokens on the device.
     _launched: Launched | None = field(default=None, init=False)
     # Frees some cached blocks (kept boundary pages) and says whether it did; a cache must never
@@ -121,9 +124,11 @@ class Scheduler:
         sequence the guard finishes rides along in the step already launched; its row is
         dropped. SR-SWA's block choice follows the page the guard has seen, so with a selector
         every step reads its tokens before the next is launched."""
-        self._admit()
-        launched, self._launched = self._launched, None
-        unread = launched.unread() if launched is not None else set()
+        pending = self._admit()  # the new sequences' first tokens, on the device
+        if self._launched is not None:
+            pending.append(self._launched)
+        self._launched = None
+        unread = set().union(*(earlier.unread() for earlier in pending))
         # A sequence whose unread token is its last by budget is not stepped again.
         active = [
             (s, r)
@@ -134,10 +139,10 @@ class Scheduler:
             self.steps += 1
             with clock.timed("decode"):
                 sequences = [s for s, _ in active]
-                fed = self._fed_tokens(active, launched)
+                fed = self._fed_tokens(active, pending)
                 logits = self.runner.decode(sequences, tokens=fed)
-                if launched is not None:  # the GPU computes this step meanwhile
-                    self._observe(launched)
+                for earlier in pending:  # the GPU computes this step meanwhile
+                    self._observe(earlier)
                 chosen = self._choose(active, logits)
                 in_step = not self.overlap or self.runner.selector is not None
                 if in_step and chosen is not None:
@@ -148,8 +153,9 @@ class Scheduler:
             clock.add("tokens", sum(chosen.live) if chosen is not None else 0)
             clock.add("steps", 1)  # with step_rows: how full the steps ran, in the service too
             clock.add("step_rows", len(active))
-        elif launched is not None:
-            self._observe(launched)
+        else:
+            for earlier in pending:
+                self._observe(earlier)
         return self._retire()
 
     def run(self) -> list[Finished]:
@@ -165,14 +171,20 @@ class Scheduler:
         self.submit(request)
         return self.run()
 
-    def _admit(self) -> None:
+    def _admit(self) -> list[Launched]:
         """Every waiting request that fits, prefilled together (up to ``prefill_max_rows`` rows
-        a pass): the groups of one vision call arrive together. Each pass's first tokens are
-        read once every pass is launched, so the card does not wait for the host's bookkeeping
-        between passes (~5 ms a pass on an H100 in run F1, bench/RESULTS.md)."""
+        a pass): the groups of one vision call arrive together. Overlapped, each pass's first
+        tokens stay on the device: the next step feeds them and the host reads them while it
+        runs, as a step's, so the card does not wait on the host between the passes and that
+        step (a sync there left an H100 idle ~2.5 ms an admission, bench/RESULTS.md, run M).
+        Else (SR-SWA too) they are read once every pass is launched."""
         # a pass that fails leaves every request to abort_all
-        for first_tokens in self._admit_passes():
+        passes = self._admit_passes()
+        if self.overlap and self.runner.selector is None and not self.first_tokens_at_once:
+            return passes
+        for first_tokens in passes:
             self._observe(first_tokens)
+        return []
 
     def _admit_passes(self) -> list[Launched]:
         """Prefill what fits, pass by pass; each pass's first tokens are chosen, not read."""
@@ -254,23 +266,31 @@ class Scheduler:
         return self.runner.feed_generated(sequence, ids)
 
     def _fed_tokens(
-        self, active: list[tuple[Sequence, DecodeRequest]], launched: Launched | None
+        self, active: list[tuple[Sequence, DecodeRequest]], pending: list[Launched]
     ) -> tuple[torch.Tensor, list[int]] | None:
         """What each active sequence feeds this step, and how many tokens it will then have
-        generated: the device's choice for rows of the launched step, whose tokens the host
-        has not read yet; the host's last token for sequences that joined since."""
-        if launched is None:
+        generated: the device's choice for rows of a launched step or pass, whose tokens the
+        host has not read yet; the host's last token for the others."""
+        if not pending:
             return None
-        row_of = {id(s): b for b, (s, _) in enumerate(launched.batch)}
+        row_of: dict[int, int] = {}
+        for earlier in pending:
+            for s, _ in earlier.batch:
+                row_of[id(s)] = len(row_of)
         rows = [row_of.get(id(s), -1) for s, _ in active]
         counts = [len(s.generated) + (row >= 0) for (s, _), row in zip(active, rows, strict=True)]
-        if rows == list(range(len(launched.batch))):  # the same batch: no gather
-            return launched.chosen.tokens, counts
-        device = launched.chosen.tokens.device
-        known = on_device([s.generated[-1] for s, _ in active], device)
-        index = on_device(rows, device)
-        gathered = launched.chosen.tokens[index.clamp(min=0)]
-        return torch.where(index >= 0, gathered, known), counts
+        tokens = (
+            pending[0].chosen.tokens
+            if len(pending) == 1
+            else torch.cat([earlier.chosen.tokens for earlier in pending])
+        )
+        if rows == list(range(len(row_of))):  # the same batch: no gather
+            return tokens, counts
+        # the host's last token where the device has none (a new sequence may have none yet)
+        last = [s.generated[-1] if row < 0 else 0 for (s, _), row in zip(active, rows, strict=True)]
+        known = on_device(last, tokens.device)
+        index = on_device(rows, tokens.device)
+        return torch.where(index >= 0, tokens[index.clamp(min=0)], known), counts
 
     def _choose(
         self, batch: list[tuple[Sequence, DecodeRequest]], logits: torch.Tensor

@@ -14,6 +14,7 @@ from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.sampling import Chosen
 from ocr_worker.engines.unlimited_ocr.scheduler import (
     DecodeRequest,
     Finished,
@@ -214,6 +215,45 @@ def test_continuous_batching_admits_a_request_when_another_finishes(model) -> No
     assert [s.seq_id for s, _ in scheduler.running] == ["long", "late"]
     ours = _outputs(scheduler.run())
     assert ours["late"] == _reference(model, [1], [5], 6)
+
+
+@pytest.mark.parametrize("at_once", [False, True])  # the default; tiles_bench's base
+def test_a_groups_first_token_is_read_while_the_step_after_its_prefill_runs(  # type: ignore[no-untyped-def]
+    model, monkeypatch, at_once: bool
+) -> None:
+    """A group admitted while another decodes: its pass's first token stays on the device, the
+    next step feeds it and is launched before the host reads it (read at once, the card sat
+    idle while the host rebuilt the batch: ~2.5 ms an admission on an H100), and both groups
+    still decode what they decode alone, as they do with the token read at once."""
+    scheduler = _scheduler(model)
+    scheduler.first_tokens_at_once = at_once
+    events: list[tuple[str, int]] = []
+    decode = scheduler.runner.decode
+
+    def logged_decode(sequences, tokens=None):  # type: ignore[no-untyped-def]
+        events.append(("step", len(sequences)))
+        return decode(sequences, tokens=tokens)
+
+    read = Chosen.read
+
+    def logged_read(chosen: Chosen) -> tuple[list[int], list[int]]:
+        events.append(("read", chosen.tokens.shape[0]))
+        return read(chosen)
+
+    monkeypatch.setattr(scheduler.runner, "decode", logged_decode)
+    monkeypatch.setattr(Chosen, "read", logged_read)
+    scheduler.submit(_request(model, "a", [1], [5], 8))
+    scheduler.step()
+    first, step = ("read", 1), ("step", 1)
+    assert events == ([first, step] if at_once else [step, first])  # read as its step runs
+    events.clear()
+    scheduler.submit(_request(model, "b", [2, 3], [6], 6))
+    scheduler.step()
+    both = ("step", 2)
+    assert events == ([first, both, first] if at_once else [both, first, first])
+    ours = _outputs(scheduler.run())
+    assert ours["a"] == _reference(model, [1], [5], 8)
+    assert ours["b"] == _reference(model, [2, 3], [6], 6)
 
 
 @pytest.mark.parametrize("fused", [False, True])  # the torch ops, then our kernels
