@@ -34,6 +34,7 @@ from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
 from ocr_worker.stage_clock import clock
 
 PAGE_TOKENS, PROMPT_TOKENS = 273, 5  # + BOS = 273 * pages + 6, as in ENGINE_NOTES' baseline
@@ -396,7 +397,7 @@ def main() -> None:
     model, device, dtype = bench_model(args.tiny)
     text = model.config.text_config
     results: dict = {
-        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "device": card_name(device),
         "args": vars(args) | {"out": str(args.out)},
     }
     engines = {"rswa": Engine(model, args, device, dtype, 0)}

@@ -23,6 +23,7 @@ import torch
 
 from bench import engine_bench
 from bench.engine_bench import Engine, stand_in, sync
+from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
 
 GB = 1e9
 
@@ -141,7 +142,7 @@ def main() -> None:
     engine = Engine(model, engine_args, device, dtype, 0)  # R-SWA, the default rule
     ours = soak_ours(engine, args, device)
     hf = soak_generate(model, args, device, dtype)
-    name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    name = card_name(device)
     report(args, ours, hf, name)
     if args.out:
         args.out.write_text(

@@ -51,6 +51,7 @@ import torch
 from bench import engine_bench
 from bench.engine_bench import Engine, free_running_guard, stand_in, sync
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, free_segments
+from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
 
 PAGES = 8  # a page group
 
@@ -254,7 +255,7 @@ def main() -> None:
     interleaved = in_turn(engine, args, requests, side)
     two_threads = from_a_thread(on(side, passes), steps)
     results: dict = {
-        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "device": card_name(device),
         "args": vars(args) | {"out": str(args.out)},
         "steps_ms": timed_ms(device, steps),
         "passes_ms": timed_ms(device, passes),

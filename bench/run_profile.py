@@ -30,6 +30,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from bench import engine_bench
 from bench.engine_bench import Engine, sync
 from bench.step_profile import kernel_table
+from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
 
 GAP_BUCKETS_US = (10, 100, 1000)  # idle gaps shorter than each, then the rest
 
@@ -135,9 +136,7 @@ def main() -> None:
         parser.error("--window must be at least 1 step")
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
-    results: dict[str, Any] = {
-        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
-    }
+    results: dict[str, Any] = {"device": card_name(device)}
     for name, work in cases(engine, args):
         results[name] = row = profiled(engine, args.skip, args.window, work)
         idle = ", ".join(f"{k} {v:.3f}" for k, v in row["idle_ms_per_step"].items())

@@ -30,6 +30,7 @@ from bench.mlp_bench import replayed_us
 from ocr_worker.engines.unlimited_ocr import fused_mlp, fused_step
 from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
+from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
 
 FAMILIES = (  # first match wins; names as cuBLAS, cuDNN, CUTLASS, Triton and ATen spell them
     ("mlp kernels (ours)", r"^_(route_rows|router_logits|top_k|gate_up|down|combine)$"),
@@ -276,7 +277,7 @@ def main() -> None:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)
-    results: dict = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
+    results: dict = {"device": card_name(device)}
     results["moe_merge"] = fused_mlp.MOE_MERGE or "by token count"
     for batch in args.batches:
         results[f"decode_{batch}"] = row = decode_profile(model, batch, args, device, dtype)
