@@ -286,7 +286,9 @@ class Engine:
             "prefill_s": round(spent.get("prefill", 0.0), 2),
             "decode_s": round(spent.get("decode", 0.0), 2),
             # Neither: the loop waiting for documents' next groups, and its bookkeeping
-            # between steps (admitting, retiring).
+            # between steps (admitting, retiring). Since 2026-12-06 the wait for a pass's
+            # first tokens falls in decode_s (they are read as the next step runs), where it
+            # fell here before.
             "between_s": round(elapsed - spent.get("prefill", 0.0) - spent.get("decode", 0.0), 2),
             "idle_s": round(spent.get("idle", 0.0), 2),  # of between_s: no request to run
             "mean_step_rows": round(spent.get("step_rows", 0) / max(1, spent.get("steps", 0)), 1),
@@ -439,6 +441,7 @@ def main() -> None:
                 engine.run(docs, 2 * args.group_size, 16)
             timeline = engine.record_timeline() if args.timeline and docs > 1 else None
             results[f"{rule}_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
+            results[f"{rule}_{tp}p_{docs}_throughput"]["warmed"] = docs > 1
             if timeline is not None:
                 path = args.timeline.with_name(f"{args.timeline.stem}_{rule}_{docs}.json")
                 path.write_text(json.dumps(timeline))

@@ -202,11 +202,13 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
         result["kernels_pass"] = kernel_table(prof, args.pass_groups)
         if fused is not None:  # and with the last layer through every row, as before
             fused.whole_last_layer = True
-            admit(4000, groups=args.pass_groups)
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                admit(5000, groups=args.pass_groups)
-                sync(device)
-            fused.whole_last_layer = False
+            try:
+                admit(4000, groups=args.pass_groups)
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    admit(5000, groups=args.pass_groups)
+                    sync(device)
+            finally:
+                fused.whole_last_layer = False
             result["kernels_pass_whole_last_layer"] = whole = kernel_table(prof, args.pass_groups)
             ours = result["kernels_pass"]["gpu_us_per_step"]
             print(

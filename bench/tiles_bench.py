@@ -1,11 +1,14 @@
-"""The step's tiles A/B inside the engine on one card: the experts' tiles of a step of many
-sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's named sets), the attention's plans
-(another card's triton_kernels.PLANS on this one), and a prefill's last layer through every
-row (as before 2026-12-06) against its last rows only (fused_step.FusedStep.prefill), and a
-pass's first tokens read before the next step (as before 2026-12-06) against as it runs
-(scheduler.Scheduler._admit). R-SWA steps and a run of documents with each set, the default
-first, taking turns for ``--rounds`` rounds; each set's best against the default's. Full-size
-v1 with random bf16 weights (engine_bench.bench_model).
+"""The engine's settings A/B on one card, each against the default:
+- the experts' tiles of a step of many sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's
+  named sets);
+- the attention's plans (another card's triton_kernels.PLANS on this one);
+- a prefill's last layer through every row, as before 2026-12-06 (fused_step.FusedStep.prefill
+  now takes each part's last row alone past its k and v);
+- a pass's first tokens read before the next step, as before 2026-12-06 (scheduler.Scheduler.
+  _admit now leaves them to be read as that step runs).
+R-SWA steps and a run of documents with each set, the default first, taking turns for
+``--rounds`` rounds; each set's best against the default's. Full-size v1 with random bf16
+weights (engine_bench.bench_model).
 
     python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
     python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
@@ -48,6 +51,8 @@ def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
     runner = engine.runner
     if runner.fused is not None:
         runner.fused.whole_last_layer = setup.whole_last_layer
+    else:  # the torch ops: no last layer to set, and no tiles either
+        assert not setup.whole_last_layer, "the fused step fell back to torch's ops"
     engine.scheduler.first_tokens_at_once = setup.first_tokens_at_once
     if runner.graphs is not None:
         retired.append(runner.graphs)

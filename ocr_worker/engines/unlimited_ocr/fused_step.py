@@ -89,15 +89,15 @@ class FusedStep:
         launches in torch ops and waits on the host (32 ms for an 8-page group, 12 of them
         GPU work). The MoE runs as ``prefill_moe`` says (PREFILL_MOE). The last layer runs
         whole only up to its k and v: past them only each part's last row goes on, whose logits
-        are all a prefill returns (a twelfth of a pass's MoE and attention, never read).
+        are all a prefill returns; the other rows' attention and MoE there would go unread.
         Returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
         x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
-        last = len(self.layers) - (0 if self.whole_last_layer else 1)
+        last_rows_only = len(self.layers) - 1 if not self.whole_last_layer else None
         for index, layer in enumerate(self.layers):
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
             q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
-            if index < last:
+            if index != last_rows_only:
                 out = packed.attend(q, k_pool[index], v_pool[index])  # (T, H, D)
             else:  # every row's k and v are stored: the rest is for the last rows' logits
                 x, q = x.index_select(0, packed.last_rows), q.index_select(0, packed.last_rows)

@@ -62,20 +62,11 @@ class PrefillPass:
     def attend(self, q: torch.Tensor, k_layer: torch.Tensor, v_layer: torch.Tensor) -> torch.Tensor:
         """q: (T, H, D) of the pass; k_layer/v_layer: (pool rows, H, D) -> (T, H, D)."""
         global _varlen
-        if _varlen and q.is_cuda and q.dtype in (torch.bfloat16, torch.float16):
+        if _varlen and _flash_takes(q):
             try:
                 # flash attention's causal mask is aligned to each part's last key: a part's
                 # new rows see its past rows and, causally, each other
-                return torch.ops.aten._flash_attention_forward(  # type: ignore[no-any-return]
-                    q,
-                    k_layer[self.rows],
-                    v_layer[self.rows],
-                    *self.bounds,
-                    *self.longest,
-                    0.0,
-                    True,
-                    False,
-                )[0]
+                return self._flash(q, k_layer, v_layer, self.bounds[0], self.longest[0], True)
             except RuntimeError as error:  # a build or card without the varlen flash kernels
                 log.warning("prefill_varlen.disabled", error=str(error)[:300])
                 _varlen = False
@@ -87,25 +78,15 @@ class PrefillPass:
         """q: (parts, H, D), each part's last row -> (parts, H, D). The last layer needs no
         other row's output: only the last rows' logits are read, and every row's k and v are
         stored before its attention."""
-        global _varlen
-        if _varlen and q.is_cuda and q.dtype in (torch.bfloat16, torch.float16):
+        global _varlen_last
+        if _varlen_last and _flash_takes(q):
             try:
                 one_each = torch.arange(len(self.parts) + 1, device=q.device, dtype=torch.int32)
-                return torch.ops.aten._flash_attention_forward(  # type: ignore[no-any-return]
-                    q,
-                    k_layer[self.rows],
-                    v_layer[self.rows],
-                    one_each,
-                    self.bounds[1],
-                    1,
-                    self.longest[1],
-                    0.0,
-                    False,  # a last row sees all its part's rows
-                    False,
-                )[0]
+                # a last row sees all its part's rows: no mask
+                return self._flash(q, k_layer, v_layer, one_each, 1, False)
             except RuntimeError as error:
-                log.warning("prefill_varlen.disabled", error=str(error)[:300])
-                _varlen = False
+                log.warning("prefill_varlen_last.disabled", error=str(error)[:300])
+                _varlen_last = False
         return torch.cat(
             [
                 p.attend_last(q[i : i + 1], k_layer[p.rows], v_layer[p.rows])
@@ -113,5 +94,34 @@ class PrefillPass:
             ]
         )
 
+    def _flash(
+        self,
+        q: torch.Tensor,
+        k_layer: torch.Tensor,
+        v_layer: torch.Tensor,
+        query_bounds: torch.Tensor,
+        most_queries: int,
+        causal: bool,
+    ) -> torch.Tensor:
+        """One varlen flash launch: each part's queries over its own rows."""
+        return torch.ops.aten._flash_attention_forward(  # type: ignore[no-any-return]
+            q,
+            k_layer[self.rows],
+            v_layer[self.rows],
+            query_bounds,
+            self.bounds[1],
+            most_queries,
+            self.longest[1],
+            0.0,
+            causal,
+            False,
+        )[0]
 
-_varlen = True  # off once the varlen kernel has failed in this process
+
+def _flash_takes(q: torch.Tensor) -> bool:
+    return q.is_cuda and q.dtype in (torch.bfloat16, torch.float16)
+
+
+# Off once the varlen kernel has failed in this process: for whole passes, for last rows.
+_varlen = True
+_varlen_last = True

@@ -56,7 +56,8 @@ class Finished:
 
 @dataclass
 class Launched:
-    """A decode step whose tokens were chosen on the device and are not yet read."""
+    """A decode step's tokens, or a prefill pass's first tokens, chosen on the device and not
+    yet read by the host."""
 
     batch: list[tuple[Sequence, DecodeRequest]]
     live: list[bool]  # rows whose sequence was still unfinished when the choice was queued
@@ -120,13 +121,15 @@ class Scheduler:
 
         Overlapped: the step is launched on the tokens the previous step chose on the device;
         the host reads those tokens and runs the guard while the GPU computes this step, then
-        queues this step's choice (the guard's bans and forcing applied on the device). A
-        sequence the guard finishes rides along in the step already launched; its row is
+        queues this step's choice (the guard's bans and forcing applied on the device). New
+        sequences' first tokens, chosen by their prefill pass, are fed from the device alike.
+        A sequence the guard finishes rides along in the step already launched; its row is
         dropped. SR-SWA's block choice follows the page the guard has seen, so with a selector
         every step reads its tokens before the next is launched."""
-        pending = self._admit()  # the new sequences' first tokens, on the device
-        if self._launched is not None:
-            pending.append(self._launched)
+        # unread choices on the device: the last step's, then the passes' admitted since (the
+        # order of self.running, so an unchanged batch feeds them with no gather)
+        pending = [self._launched] if self._launched is not None else []
+        pending += self._admit()
         self._launched = None
         unread = set().union(*(earlier.unread() for earlier in pending))
         # A sequence whose unread token is its last by budget is not stepped again.
@@ -141,8 +144,7 @@ class Scheduler:
                 sequences = [s for s, _ in active]
                 fed = self._fed_tokens(active, pending)
                 logits = self.runner.decode(sequences, tokens=fed)
-                for earlier in pending:  # the GPU computes this step meanwhile
-                    self._observe(earlier)
+                self._observe_all(pending)  # the GPU computes this step meanwhile
                 chosen = self._choose(active, logits)
                 in_step = not self.overlap or self.runner.selector is not None
                 if in_step and chosen is not None:
@@ -154,8 +156,7 @@ class Scheduler:
             clock.add("steps", 1)  # with step_rows: how full the steps ran, in the service too
             clock.add("step_rows", len(active))
         else:
-            for earlier in pending:
-                self._observe(earlier)
+            self._observe_all(pending)
         return self._retire()
 
     def run(self) -> list[Finished]:
@@ -173,17 +174,17 @@ class Scheduler:
 
     def _admit(self) -> list[Launched]:
         """Every waiting request that fits, prefilled together (up to ``prefill_max_rows`` rows
-        a pass): the groups of one vision call arrive together. Overlapped, each pass's first
-        tokens stay on the device: the next step feeds them and the host reads them while it
-        runs, as a step's, so the card does not wait on the host between the passes and that
-        step (a sync there left an H100 idle ~2.5 ms an admission, bench/RESULTS.md, run M).
-        Else (SR-SWA too) they are read once every pass is launched."""
+        a pass): the groups of one vision call arrive together. Returns the passes' first
+        tokens, unread. Overlapped, they stay on the device: the next step feeds them and the
+        host reads them while it runs, as a step's, so the card need not drain while the host
+        reads them and rebuilds the batch (run M's idle gaps over 1 ms, 0.16 ms a step at 128
+        documents on an H100, are where that wait would show; bench/RESULTS.md). Else (SR-SWA
+        too) they are read here, once every pass is launched."""
         # a pass that fails leaves every request to abort_all
         passes = self._admit_passes()
         if self.overlap and self.runner.selector is None and not self.first_tokens_at_once:
             return passes
-        for first_tokens in passes:
-            self._observe(first_tokens)
+        self._observe_all(passes)
         return []
 
     def _admit_passes(self) -> list[Launched]:
@@ -211,7 +212,7 @@ class Scheduler:
 
     def _prefill(self, admitted: list[tuple[Sequence, DecodeRequest]]) -> Launched:
         """Prefill the admitted requests in one pass and queue the choice of their first
-        tokens (read by the caller)."""
+        tokens (read by ``_admit``, or with the next step)."""
         self.running += admitted  # running before the pass: if it fails, abort_all frees them
         with clock.timed("prefill"):
             logits = self.runner.prefill_many(
@@ -274,9 +275,11 @@ class Scheduler:
         if not pending:
             return None
         row_of: dict[int, int] = {}
+        offset = 0
         for earlier in pending:
-            for s, _ in earlier.batch:
-                row_of[id(s)] = len(row_of)
+            row_of |= {id(s): offset + b for b, (s, _) in enumerate(earlier.batch)}
+            offset += len(earlier.batch)
+        assert len(row_of) == offset, "a sequence in two unread choices"
         rows = [row_of.get(id(s), -1) for s, _ in active]
         counts = [len(s.generated) + (row >= 0) for (s, _), row in zip(active, rows, strict=True)]
         tokens = (
@@ -284,7 +287,7 @@ class Scheduler:
             if len(pending) == 1
             else torch.cat([earlier.chosen.tokens for earlier in pending])
         )
-        if rows == list(range(len(row_of))):  # the same batch: no gather
+        if rows == list(range(offset)):  # the same batch: no gather
             return tokens, counts
         # the host's last token where the device has none (a new sequence may have none yet)
         last = [s.generated[-1] if row < 0 else 0 for (s, _), row in zip(active, rows, strict=True)]
@@ -315,6 +318,10 @@ class Scheduler:
                 log.warning("choice_kernels.disabled", error=str(error)[:300])
                 self._choice_kernels = False
         return Launched(batch, live, choose(logits, banned, forced, kernels=False))
+
+    def _observe_all(self, pending: list[Launched]) -> None:
+        for launched in pending:
+            self._observe(launched)
 
     def _observe(self, launched: Launched) -> None:
         """Read a step's tokens (waiting for the copy if it is still on its way) and give

@@ -292,7 +292,7 @@ def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
         assert error < 1e-2, (part.past, error)
     # The last layer's way: each part's last row alone, through the same launch.
     last = packed.attend_last(q[lasts], k_pool, v_pool).float()
-    assert prefill_part._varlen, "the varlen kernel failed on last rows: the loop ran instead"
+    assert prefill_part._varlen_last, "the varlen kernel failed on last rows: the loop ran"
     for index, part in enumerate(parts):
         wanted = expected[part.end - 1]
         error = ((last[index] - wanted).norm() / wanted.norm()).item()

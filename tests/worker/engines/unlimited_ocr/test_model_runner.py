@@ -217,16 +217,10 @@ def test_continuous_batching_admits_a_request_when_another_finishes(model) -> No
     assert ours["late"] == _reference(model, [1], [5], 6)
 
 
-@pytest.mark.parametrize("at_once", [False, True])  # the default; tiles_bench's base
-def test_a_groups_first_token_is_read_while_the_step_after_its_prefill_runs(  # type: ignore[no-untyped-def]
-    model, monkeypatch, at_once: bool
-) -> None:
-    """A group admitted while another decodes: its pass's first token stays on the device, the
-    next step feeds it and is launched before the host reads it (read at once, the card sat
-    idle while the host rebuilt the batch: ~2.5 ms an admission on an H100), and both groups
-    still decode what they decode alone, as they do with the token read at once."""
-    scheduler = _scheduler(model)
-    scheduler.first_tokens_at_once = at_once
+def _reads_and_steps(
+    scheduler: Scheduler, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[str, int]]:
+    """A log of the scheduler's step launches and reads of chosen tokens, with their rows."""
     events: list[tuple[str, int]] = []
     decode = scheduler.runner.decode
 
@@ -242,6 +236,20 @@ def test_a_groups_first_token_is_read_while_the_step_after_its_prefill_runs(  # 
 
     monkeypatch.setattr(scheduler.runner, "decode", logged_decode)
     monkeypatch.setattr(Chosen, "read", logged_read)
+    return events
+
+
+@pytest.mark.parametrize("at_once", [False, True])  # the default; tiles_bench's base
+def test_a_groups_first_token_is_read_while_the_step_after_its_prefill_runs(  # type: ignore[no-untyped-def]
+    model, monkeypatch, at_once: bool
+) -> None:
+    """A group admitted while another decodes: its pass's first token stays on the device, the
+    next step feeds it and is launched before the host reads it (read at once, the card drains
+    while the host reads it and rebuilds the batch), and both groups still decode what they
+    decode alone, as they do with the token read at once."""
+    scheduler = _scheduler(model)
+    scheduler.first_tokens_at_once = at_once
+    events = _reads_and_steps(scheduler, monkeypatch)
     scheduler.submit(_request(model, "a", [1], [5], 8))
     scheduler.step()
     first, step = ("read", 1), ("step", 1)
@@ -254,6 +262,43 @@ def test_a_groups_first_token_is_read_while_the_step_after_its_prefill_runs(  # 
     ours = _outputs(scheduler.run())
     assert ours["a"] == _reference(model, [1], [5], 8)
     assert ours["b"] == _reference(model, [2, 3], [6], 6)
+
+
+@pytest.mark.parametrize("at_once", [False, True])
+def test_groups_admitted_in_two_passes_beside_a_running_one_decode_as_alone(  # type: ignore[no-untyped-def]
+    model, monkeypatch, at_once: bool
+) -> None:
+    """Two passes' first tokens unread beside the last step's (one group a pass), one of them a
+    group of a single token, which never steps: every group decodes what it decodes alone."""
+    scheduler = _scheduler(model)
+    scheduler.first_tokens_at_once = at_once
+    scheduler.prefill_max_rows = 1  # one group a pass
+    scheduler.submit(_request(model, "a", [1], [5], 9))
+    scheduler.step()
+    scheduler.step()
+    scheduler.submit(_request(model, "b", [2, 3], [6], 5))
+    scheduler.submit(_request(model, "c", [4], [7], 1))
+    events = _reads_and_steps(scheduler, monkeypatch)
+    done = _outputs(scheduler.step())
+    assert [e for e in events if e[0] == "step"] == [("step", 2)]  # a, b: c's one token is all
+    assert (events[0] == ("step", 2)) != at_once  # deferred, the step goes first
+    assert events.count(("read", 1)) == 3  # a's last token, b's and c's first
+    done |= _outputs(scheduler.run())
+    assert done["c"] == _reference(model, [4], [7], 1)
+    assert done["a"] == _reference(model, [1], [5], 9)
+    assert done["b"] == _reference(model, [2, 3], [6], 5)
+
+
+def test_with_sr_swa_a_groups_first_token_is_read_before_its_first_step(  # type: ignore[no-untyped-def]
+    model, monkeypatch
+) -> None:
+    """SR-SWA's blocks follow the page the guard has seen: its first token is read at once."""
+    selector = BlockSelector(SrSwaSettings(max_blocks=2), block_size=BLOCK)
+    scheduler = _scheduler(model, selector=selector)
+    events = _reads_and_steps(scheduler, monkeypatch)
+    scheduler.submit(_request(model, "a", [1], [5], 4))
+    scheduler.step()
+    assert events == [("read", 1), ("step", 1), ("read", 1)]
 
 
 @pytest.mark.parametrize("fused", [False, True])  # the torch ops, then our kernels
