@@ -437,17 +437,18 @@ def main() -> None:
         every = {1, args.concurrency, *args.throughput_docs}
         for docs in sorted(set(args.throughput_docs) if brief else every):
             engine.scheduler.max_concurrency = max(args.concurrency, docs)
-            if docs > 1:  # a service captures its step graphs once; a run here, untimed, too
+            # a service compiles its kernels and captures its step graphs once: an untimed run
+            if docs > 1:
                 engine.run(docs, 2 * args.group_size, 16)
             timeline = engine.record_timeline() if args.timeline and docs > 1 else None
-            results[f"{rule}_{tp}p_{docs}_throughput"] = engine.run(docs, tp, args.group_tokens)
-            results[f"{rule}_{tp}p_{docs}_throughput"]["warmed"] = docs > 1
+            key = f"{rule}_{tp}p_{docs}_throughput"
+            results[key] = engine.run(docs, tp, args.group_tokens) | {"warmed": docs > 1}
             if timeline is not None:
                 path = args.timeline.with_name(f"{args.timeline.stem}_{rule}_{docs}.json")
                 path.write_text(json.dumps(timeline))
                 for recorded in ("decode", "prefill_many"):  # the class's methods again
                     delattr(engine.runner, recorded)
-            print(f"{rule}_{tp}p_{docs}", results[f"{rule}_{tp}p_{docs}_throughput"], flush=True)
+            print(f"{rule}_{tp}p_{docs}", results[key], flush=True)
         if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency
             per_group = args.realistic_page_tokens * args.group_size

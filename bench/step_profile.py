@@ -195,25 +195,24 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
         fused.prefill_moe = fused_step.PREFILL_MOE
     if device.type == "cuda" and args.pass_groups:
         # A full pass, as a backlog's groups are admitted: its kernels per group.
-        admit(2000, groups=args.pass_groups)  # warm-up: a shape of its own
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            admit(3000, groups=args.pass_groups)
-            sync(device)
-        result["kernels_pass"] = kernel_table(prof, args.pass_groups)
+        def pass_kernels(seed: int) -> dict:  # type: ignore[type-arg]
+            admit(seed, groups=args.pass_groups)  # warm-up: a shape of its own
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                admit(seed + 1000, groups=args.pass_groups)
+                sync(device)
+            return kernel_table(prof, args.pass_groups)
+
+        result["kernels_pass"] = ours = pass_kernels(2000)
         if fused is not None:  # and with the last layer through every row, as before
             fused.whole_last_layer = True
             try:
-                admit(4000, groups=args.pass_groups)
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    admit(5000, groups=args.pass_groups)
-                    sync(device)
+                result["kernels_pass_whole_last_layer"] = whole = pass_kernels(4000)
             finally:
                 fused.whole_last_layer = False
-            result["kernels_pass_whole_last_layer"] = whole = kernel_table(prof, args.pass_groups)
-            ours = result["kernels_pass"]["gpu_us_per_step"]
+            mine, theirs = ours["gpu_us_per_step"], whole["gpu_us_per_step"]
             print(
-                f"a pass's GPU work a group: {ours:.0f} us, last layer through every row "
-                f"{whole['gpu_us_per_step']:.0f} ({whole['gpu_us_per_step'] / ours:.3f}x)",
+                f"a pass's GPU work a group: {mine:.0f} us, last layer through every row "
+                f"{theirs:.0f} ({theirs / mine:.3f}x)",
                 flush=True,
             )
     return result

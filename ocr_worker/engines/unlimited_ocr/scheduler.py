@@ -146,8 +146,7 @@ class Scheduler:
                 logits = self.runner.decode(sequences, tokens=fed)
                 self._observe_all(pending)  # the GPU computes this step meanwhile
                 chosen = self._choose(active, logits)
-                in_step = not self.overlap or self.runner.selector is not None
-                if in_step and chosen is not None:
+                if not self._overlapped() and chosen is not None:
                     self._observe(chosen)
                 else:
                     self._launched = chosen
@@ -182,10 +181,15 @@ class Scheduler:
         too) they are read here, once every pass is launched."""
         # a pass that fails leaves every request to abort_all
         passes = self._admit_passes()
-        if self.overlap and self.runner.selector is None and not self.first_tokens_at_once:
+        if self._overlapped() and not self.first_tokens_at_once:
             return passes
         self._observe_all(passes)
         return []
+
+    def _overlapped(self) -> bool:
+        """Whether a step is launched before its predecessor's tokens are read: SR-SWA reads
+        them first, its blocks following the page the guard has seen."""
+        return self.overlap and self.runner.selector is None
 
     def _admit_passes(self) -> list[Launched]:
         """Prefill what fits, pass by pass; each pass's first tokens are chosen, not read."""
