@@ -65,6 +65,19 @@ def parse_tile(name: str) -> kernels.Tile:
         raise argparse.ArgumentTypeError(f"{name!r} is not a tile such as mma_b16_w1_s3") from None
 
 
+def parse_plan(text: str) -> kernels.AttentionPlan:
+    """``mma_b32_w1_s3@4096`` (the grid's names) as the plan of the steps over 16 sequences."""
+    tile, _, programs = text.partition("@")
+    if not programs.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plan such as mma_b32_w1_s3@4096")
+    return kernels.AttentionPlan(kernels.ANY, parse_tile(tile), int(programs))
+
+
+def with_plan(card: str, plan: kernels.AttentionPlan) -> tuple[kernels.AttentionPlan, ...]:
+    """The card's plans for steps of up to 16 sequences, then ``plan`` for every larger step."""
+    return (*(kept for kept in kernels.plans_for(card) if kept.up_to <= 16), plan)
+
+
 def measure(
     batch: int, targets: list[int], tiles: list[kernels.Tile], device: torch.device
 ) -> dict[str, Any]:

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import torch
 
-from bench import mlp_bench
+from bench import attention_bench, mlp_bench
 from bench.full_checkpoint import randomize
 from ocr_api.core.page_groups import PageGroupPlanner
 from ocr_api.core.settings import UnlimitedOcrSettings
-from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels
+from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels, triton_kernels
 from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
@@ -390,6 +390,12 @@ def main() -> None:
         "SORT_PAIRS_ABOVE rows (moe_kernels.MANY_TOKENS_TILES: the steps of 33-256 sequences; "
         "a prefill's MoE by --prefill-moe grouped_mm is torch's GEMMs either way)",
     )
+    parser.add_argument(
+        "--attention-plan",
+        type=attention_bench.parse_plan,
+        help="attention_bench's tile@programs for the steps over 16 sequences on this card "
+        "(triton_kernels.PLANS)",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--timeline", type=Path, help="write each throughput run's steps and prefills (JSON)"
@@ -411,6 +417,9 @@ def main() -> None:
         tiles = mlp_bench.VARIANTS[args.moe_tiles]
         assert tiles is not None  # (choices holds the named tile sets only)
         moe_kernels.MANY_TOKENS_TILES = tiles
+    if args.attention_plan:
+        card = card_name(device)
+        triton_kernels.PLANS[card] = attention_bench.with_plan(card, args.attention_plan)
     tp = args.throughput_pages
     positions_ok = {
         p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages

@@ -61,6 +61,15 @@ VARIANTS: dict[str, Tiles | None] = {
         gate_up_n=128, down_n=128, k=64, warps=8, stages=4, swap=True, plan=True
     ),
     "swap_plan_w4_n64_k32_s6": Tiles(gate_up_n=64, down_n=64, k=32, stages=6, swap=True, plan=True),
+    # more of each expert's bytes in flight, for the H200's bandwidth (run D: ~50% of it)
+    "swap_plan_w4_n64_k64_s5": Tiles(gate_up_n=64, down_n=64, k=64, stages=5, swap=True, plan=True),
+    "swap_plan_w4_n64_k128_s3": Tiles(gate_up_n=64, down_n=64, stages=3, swap=True, plan=True),
+    "swap_plan_w4_n128_k64_s4": Tiles(
+        gate_up_n=128, down_n=128, k=64, stages=4, swap=True, plan=True
+    ),
+    "swap_plan_w8_n64_k64_s4": Tiles(
+        gate_up_n=64, down_n=64, k=64, warps=8, stages=4, swap=True, plan=True
+    ),
 }
 ROUTERS: dict[str, routing_kernels.RouterLaunch | None] = {  # in one kernel, or logits then top-k
     "default": None,  # routing_kernels.router_for(tokens)

@@ -1,7 +1,8 @@
 """The engine's settings A/B on one card, each against the default:
 - the experts' tiles of a step of many sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's
   named sets);
-- the attention's plans (another card's triton_kernels.PLANS on this one);
+- the attention's plans (another card's triton_kernels.PLANS on this one, or attention_bench's
+  tile@programs for the steps over 16 sequences); with ``--together``, both;
 - a prefill's last layer through every row, as before 2026-12-06 (fused_step.FusedStep.prefill
   now takes each part's last row alone past its k and v);
 - a pass's first tokens read before the next step, as before 2026-12-06 (scheduler.Scheduler.
@@ -12,6 +13,7 @@ weights (engine_bench.bench_model).
 
     python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
     python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
+    python3 -m bench.tiles_bench --tiles NAME --attention-plan mma_b32_w1_s3@4096 --together
     python3 -m bench.tiles_bench --whole-last-layer --first-tokens-at-once --step-batches 128
 
 One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
@@ -27,7 +29,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import engine_bench, mlp_bench
+from bench import attention_bench, engine_bench, mlp_bench
 from bench.engine_bench import Engine
 from ocr_worker.engines.unlimited_ocr import moe_kernels
 from ocr_worker.engines.unlimited_ocr import triton_kernels as attention
@@ -73,6 +75,16 @@ def main() -> None:
     named = [name for name, tiles in mlp_bench.VARIANTS.items() if tiles]
     parser.add_argument("--tiles", nargs="*", choices=named, default=[])
     parser.add_argument("--attention", nargs="*", choices=list(attention.PLANS), default=[])
+    parser.add_argument(
+        "--attention-plan",
+        nargs="*",
+        type=attention_bench.parse_plan,
+        default=[],
+        help="attention_bench's tile@programs for the steps over 16 sequences",
+    )
+    parser.add_argument(
+        "--together", action="store_true", help="also each --tiles with each --attention-plan"
+    )
     parser.add_argument("--whole-last-layer", action="store_true", help="a prefill's, as before")
     parser.add_argument(
         "--first-tokens-at-once", action="store_true", help="a pass's read at once, as before"
@@ -84,10 +96,16 @@ def main() -> None:
     engine_bench.engine_options(parser, workspace_gb=24.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    if not (args.tiles or args.attention or args.whole_last_layer or args.first_tokens_at_once):
+    if not (
+        args.tiles
+        or args.attention
+        or args.attention_plan
+        or args.whole_last_layer
+        or args.first_tokens_at_once
+    ):
         parser.error(
-            "name what to set beside the default: --tiles, --attention, --whole-last-layer "
-            "and/or --first-tokens-at-once"
+            "name what to set beside the default: --tiles, --attention, --attention-plan, "
+            "--whole-last-layer and/or --first-tokens-at-once"
         )
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
@@ -98,6 +116,12 @@ def main() -> None:
     sets |= {name: Setup(mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
     for other in args.attention:
         sets[f"attention of {other}"] = Setup(tiles, attention.PLANS[other])
+    for plan in args.attention_plan:
+        sets[f"attention {plan_name(plan)}"] = Setup(tiles, attention_bench.with_plan(card, plan))
+    for name in args.tiles if args.together else []:
+        for plan in args.attention_plan:
+            both = Setup(sets[name].tiles, attention_bench.with_plan(card, plan))
+            sets[f"{name}, attention {plan_name(plan)}"] = both
     if args.whole_last_layer:
         sets["whole last layer"] = Setup(tiles, plans, whole_last_layer=True)
     if args.first_tokens_at_once:
@@ -114,6 +138,10 @@ def main() -> None:
         args.out.write_text(json.dumps({"device": card, "rounds": rounds}, indent=1))
 
 
+def plan_name(plan: attention.AttentionPlan) -> str:
+    return f"{attention_bench.tile_name(plan.tile)}@{plan.programs}"
+
+
 def report(rounds: dict[str, list[dict[str, float]]]) -> None:
     """Each set's best round, and against the default's best (steps: default / set, so that
     above 1 is faster, as tokens/s: set / default)."""
@@ -122,12 +150,13 @@ def report(rounds: dict[str, list[dict[str, float]]]) -> None:
         for name, rows in rounds.items()
     }
     base = best["default"]
+    width = max(map(len, best)) + 2
     for name, row in best.items():
         cells = []
         for key, value in row.items():
             speedup = value / base[key] if key == "tok_s" else base[key] / value
             cells.append(f"{key} {value:.3f} ({speedup:.3f}x)")
-        print(f"{name:<40}" + "  ".join(cells))
+        print(f"{name:<{width}}" + "  ".join(cells))
 
 
 if __name__ == "__main__":
