@@ -85,7 +85,22 @@ def rows_per_program(tokens: int) -> int:
     return 16 if tokens <= FEW_TOKENS else 32 if tokens <= SORT_PAIRS_ABOVE else 64
 
 
-PLAN_CHUNK = 4096  # pairs a _pair_plan program reads at a time: 4 passes at a prefill's 13k
+# Pairs a _pair_plan program places. A step's (≤ 1,536 at 256 sequences) fit one chunk: one
+# launch whose programs count the lower experts' pairs themselves. A prefill's (13k a group,
+# ~92k a pass) take a chunk a program along axis 1, after _pair_counts has counted each
+# chunk's pairs an expert: one program an expert looping over every chunk twice took 95 µs a
+# layer for a pass on an H100 (run R), most of a group's 150 µs of pair plans.
+PLAN_CHUNK = 4096
+
+
+@triton.jit
+def _pair_counts(ids_ptr, counts_ptr, pairs, EXPERTS: tl.constexpr, CHUNK: tl.constexpr):
+    """Program (expert, chunk): how many of the chunk's pairs are routed to the expert, into
+    counts[chunk, expert]."""
+    expert, chunk = tl.program_id(0), tl.program_id(1)
+    pair = chunk * CHUNK + tl.arange(0, CHUNK)
+    mine = _plan_ids(ids_ptr, pair, pairs, EXPERTS) == expert
+    tl.store(counts_ptr + chunk * EXPERTS + expert, tl.sum(mine.to(tl.int32), axis=0))
 
 
 @triton.jit
@@ -93,38 +108,35 @@ def _pair_plan(
     ids_ptr,
     plan_ptr,
     slots_ptr,
+    counts_ptr,
     pairs,
     EXPERTS: tl.constexpr,
     CHUNK: tl.constexpr,
+    CHUNKS_POW2: tl.constexpr,  # 1: one chunk, no counts table
     SLOTS: tl.constexpr,
 ):
-    """One program an expert: where its pairs start (the pairs routed to a lower expert), then
-    its pairs' indices, in pair order, at their place in the grouped list. SLOTS: also each
-    pair's place, at the pair's index (the inverse of the grouped list)."""
-    expert = tl.program_id(0)
-    offsets = tl.arange(0, CHUNK)
-    # while, not range: a bound read at run time (the pair count varies, the kernel is compiled
-    # once), which Triton's interpreter also takes
-    before = 0
-    start = 0
-    while start < pairs:
-        before += tl.sum(
-            (_plan_ids(ids_ptr, start + offsets, pairs, EXPERTS) < expert).to(tl.int32)
-        )
-        start += CHUNK
-    tl.store(plan_ptr + expert, before)
-    tl.store(plan_ptr + EXPERTS, pairs, mask=expert == EXPERTS - 1)
-    seen = before
-    start = 0
-    while start < pairs:
-        pair = start + offsets
-        mine = (_plan_ids(ids_ptr, pair, pairs, EXPERTS) == expert).to(tl.int32)
-        place = seen + tl.cumsum(mine, axis=0) - 1
-        tl.store(plan_ptr + EXPERTS + 1 + place, pair, mask=mine > 0)
-        if SLOTS:
-            tl.store(slots_ptr + pair, place, mask=mine > 0)
-        seen += tl.sum(mine)
-        start += CHUNK
+    """Program (expert, chunk): the chunk's pairs routed to the expert, in pair order, placed
+    in the grouped list after every pair of a lower expert and the expert's pairs of earlier
+    chunks; chunk 0 also stores where the expert's pairs start. SLOTS: also each pair's place,
+    at the pair's index (the inverse of the grouped list)."""
+    expert, chunk = tl.program_id(0), tl.program_id(1)
+    pair = chunk * CHUNK + tl.arange(0, CHUNK)
+    ids = _plan_ids(ids_ptr, pair, pairs, EXPERTS)
+    if CHUNKS_POW2 == 1:
+        before = tl.sum((ids < expert).to(tl.int32), axis=0)
+    else:  # from _pair_counts' table (chunk, expert), read whole
+        cell = tl.arange(0, CHUNKS_POW2 * EXPERTS)
+        row, column = cell // EXPERTS, cell % EXPERTS
+        counts = tl.load(counts_ptr + cell, mask=row < tl.num_programs(1), other=0)
+        earlier = (column < expert) | ((column == expert) & (row < chunk))
+        before = tl.sum(tl.where(earlier, counts, 0), axis=0)
+    tl.store(plan_ptr + expert, before, mask=chunk == 0)
+    tl.store(plan_ptr + EXPERTS, pairs, mask=(expert == EXPERTS - 1) & (chunk == 0))
+    mine = (ids == expert).to(tl.int32)
+    place = before + tl.cumsum(mine, axis=0) - 1
+    tl.store(plan_ptr + EXPERTS + 1 + place, pair, mask=mine > 0)
+    if SLOTS:
+        tl.store(slots_ptr + pair, place, mask=mine > 0)
 
 
 @triton.jit
@@ -140,8 +152,9 @@ def pair_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
     """The top-k table (N, top_k) as the expert kernels read it SORTED: where each expert's
     pairs start (experts + 1 entries, the last the pair count), then the pair indices (rows
     of the flattened table) grouped by expert, in pair order within each. int32, on the
-    device, in one launch with no host sync: a stable counting sort, where torch's argsort,
-    histogram and scan took a dozen launches a layer (bench/RESULTS.md)."""
+    device, with no host sync: a stable counting sort in one launch (a step's pairs) or two
+    (a prefill's, see PLAN_CHUNK), where torch's argsort, histogram and scan took a dozen
+    launches a layer (bench/RESULTS.md)."""
     return _planned(ids, experts, None)
 
 
@@ -154,14 +167,23 @@ def pair_plan_and_slots(ids: torch.Tensor, experts: int) -> tuple[torch.Tensor, 
 
 def _planned(ids: torch.Tensor, experts: int, slots: torch.Tensor | None) -> torch.Tensor:
     pairs = ids.numel()
+    ids = ids.contiguous()
     plan = torch.empty(experts + 1 + pairs, dtype=torch.int32, device=ids.device)
-    _pair_plan[(experts,)](
-        ids.contiguous(),
+    chunk = min(PLAN_CHUNK, triton.next_power_of_2(max(pairs, 1)))
+    chunks = triton.cdiv(pairs, chunk)
+    counts = plan  # a placeholder the one-chunk launch never reads
+    if chunks > 1:
+        counts = torch.empty(chunks, experts, dtype=torch.int32, device=ids.device)
+        _pair_counts[(experts, chunks)](ids, counts, pairs, EXPERTS=experts, CHUNK=chunk)
+    _pair_plan[(experts, max(chunks, 1))](
+        ids,
         plan,
         plan if slots is None else slots,
+        counts,
         pairs,
         EXPERTS=experts,
-        CHUNK=PLAN_CHUNK,
+        CHUNK=chunk,
+        CHUNKS_POW2=triton.next_power_of_2(chunks) if chunks > 1 else 1,
         SLOTS=slots is not None,
         num_warps=8,
     )

@@ -286,15 +286,17 @@ def prefill_kernels() -> dict[str, int]:
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
     launch = kernels.Tiles()
     plan = dict(EXPERTS=V1.n_routed_experts, CHUNK=kernels.PLAN_CHUNK)
-    built = {
-        f"pair plan SLOTS={slots}": shared_memory(
+    pointers = dict(ids_ptr=I32, plan_ptr=I32, slots_ptr=I32, counts_ptr=I32)
+    built = {  # a step's in one chunk; a prefill pass's ~92k pairs in 23, its counts first
+        f"pair plan SLOTS={slots} CHUNKS_POW2={chunks}": shared_memory(
             kernels._pair_plan,
-            dict(ids_ptr=I32, plan_ptr=I32, slots_ptr=I32),
-            {**plan, "SLOTS": slots},
+            pointers,
+            {**plan, "SLOTS": slots, "CHUNKS_POW2": chunks},
             kernels.Tiles(warps=8),
         )
-        for slots in (True, False)
+        for slots, chunks in ((False, 1), (True, 32))
     }
+    built["pair counts"] = shared_memory(kernels._pair_counts, pointers, plan, kernels.Tiles())
     built["silu times up"] = shared_memory(
         grouped._silu_mul,
         dict(projected_ptr=BF16, act_ptr=BF16),

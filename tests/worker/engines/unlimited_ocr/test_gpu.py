@@ -177,6 +177,24 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
     assert same.float().mean().item() >= 0.99
 
 
+@pytest.mark.parametrize("tokens", [128, 15295])  # a step's (one chunk), a 7-group pass's
+def test_the_pair_plan_on_the_card_sorts_as_a_stable_argsort(tokens: int) -> None:
+    """The experts' pairs grouped by a counting sort on the card: a pass's 92k pairs over 23
+    chunks, counted first, as torch's stable argsort groups them, and each pair's slot."""
+    from ocr_worker.engines.unlimited_ocr import moe_kernels
+
+    gen = torch.Generator(device=DEVICE).manual_seed(tokens)
+    ids = torch.randint(0, 64, (tokens, 6), device=DEVICE, generator=gen, dtype=torch.int32)
+    plan, slots = moe_kernels.pair_plan_and_slots(ids, 64)
+    flat = ids.flatten().long()
+    starts = torch.zeros(65, dtype=torch.long, device=DEVICE)
+    starts[1:] = torch.bincount(flat, minlength=64).cumsum(0)
+    assert torch.equal(plan[:65].long(), starts)
+    assert torch.equal(plan[65:].long(), torch.argsort(flat, stable=True))
+    assert torch.equal(plan[65:].long()[slots.long()], torch.arange(flat.numel(), device=DEVICE))
+    assert torch.equal(moe_kernels.pair_plan(ids, 64), plan)
+
+
 def test_greedy_on_the_card_picks_what_argmax_picks() -> None:
     from ocr_worker.engines.unlimited_ocr.sampling import greedy
 

@@ -351,10 +351,13 @@ def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypa
         torch.testing.assert_close(fused_mlp(moe)(h), moe(h[None])[0], rtol=1e-5, atol=1e-6)
 
 
-def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order() -> None:
+@pytest.mark.parametrize("chunk", [4096, 512])  # v1's: two chunks; eleven, a pass's 23 alike
+def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order(monkeypatch, chunk) -> None:  # type: ignore[no-untyped-def]
     """pair_plan's counting sort against torch's stable argsort, over more pairs than one
-    chunk of its loop (a prefill's 13k at v1's top-6), with ids out of range (a NaN's token)
-    counted with the nearest real expert and several experts never chosen."""
+    chunk (a prefill's, 13k a group at v1's top-6: each chunk's counts first), with ids out
+    of range (a NaN's token) counted with the nearest real expert and several experts never
+    chosen."""
+    monkeypatch.setattr(kernels_moe(), "PLAN_CHUNK", chunk)
     g = torch.Generator().manual_seed(21)
     ids = torch.randint(0, 40, (900, 6), generator=g, dtype=torch.int32)  # 40..63 idle
     ids[7, 2], ids[8, 0] = -3, 99
