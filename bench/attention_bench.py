@@ -73,6 +73,11 @@ def parse_plan(text: str) -> kernels.AttentionPlan:
     return kernels.AttentionPlan(kernels.ANY, parse_tile(tile), int(programs))
 
 
+def plan_name(plan: kernels.AttentionPlan) -> str:
+    """parse_plan's form: ``mma_b32_w1_s3@4096``."""
+    return f"{tile_name(plan.tile)}@{plan.programs}"
+
+
 def with_plan(card: str, plan: kernels.AttentionPlan) -> tuple[kernels.AttentionPlan, ...]:
     """The card's plans for steps of up to 16 sequences, then ``plan`` for every larger step."""
     return (*(kept for kept in kernels.plans_for(card) if kept.up_to <= 16), plan)

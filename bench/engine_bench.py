@@ -404,22 +404,23 @@ def main() -> None:
     fused_step.PREFILL_MOE = args.prefill_moe
     model, device, dtype = bench_model(args.tiny)
     text = model.config.text_config
+    plan = args.attention_plan and attention_bench.plan_name(args.attention_plan)
     results: dict = {
         "device": card_name(device),
-        "args": vars(args) | {"out": str(args.out)},
+        "args": vars(args) | {"out": str(args.out), "attention_plan": plan},
     }
+    if args.moe_tiles:
+        tiles = mlp_bench.VARIANTS[args.moe_tiles]
+        assert tiles is not None  # (choices holds the named tile sets only)
+        moe_kernels.MANY_TOKENS_TILES = tiles
+    if args.attention_plan:  # before any step graph is captured
+        card = card_name(device)
+        triton_kernels.PLANS[card] = attention_bench.with_plan(card, args.attention_plan)
     engines = {"rswa": Engine(model, args, device, dtype, 0)}
     if args.sr_swa_blocks:
         engines["srswa"] = Engine(model, args, device, dtype, args.sr_swa_blocks)
     if args.compare_torch:  # the decode step as plain torch ops: the numbers before our kernels
         engines["rswa_torch"] = Engine(model, args, device, dtype, 0, fused=False)
-    if args.moe_tiles:
-        tiles = mlp_bench.VARIANTS[args.moe_tiles]
-        assert tiles is not None  # (choices holds the named tile sets only)
-        moe_kernels.MANY_TOKENS_TILES = tiles
-    if args.attention_plan:
-        card = card_name(device)
-        triton_kernels.PLANS[card] = attention_bench.with_plan(card, args.attention_plan)
     tp = args.throughput_pages
     positions_ok = {
         p: PAGE_TOKENS * p + 6 + args.new_tokens <= text.max_position_embeddings for p in args.pages

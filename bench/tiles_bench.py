@@ -117,11 +117,11 @@ def main() -> None:
     for other in args.attention:
         sets[f"attention of {other}"] = Setup(tiles, attention.PLANS[other])
     for plan in args.attention_plan:
-        sets[f"attention {plan_name(plan)}"] = Setup(tiles, attention_bench.with_plan(card, plan))
-    for name in args.tiles if args.together else []:
-        for plan in args.attention_plan:
-            both = Setup(sets[name].tiles, attention_bench.with_plan(card, plan))
-            sets[f"{name}, attention {plan_name(plan)}"] = both
+        planned = attention_bench.with_plan(card, plan)
+        sets[f"attention {attention_bench.plan_name(plan)}"] = Setup(tiles, planned)
+        for name in args.tiles if args.together else []:
+            both = Setup(sets[name].tiles, planned)
+            sets[f"{name}, attention {attention_bench.plan_name(plan)}"] = both
     if args.whole_last_layer:
         sets["whole last layer"] = Setup(tiles, plans, whole_last_layer=True)
     if args.first_tokens_at_once:
@@ -136,10 +136,6 @@ def main() -> None:
     report(rounds)
     if args.out:
         args.out.write_text(json.dumps({"device": card, "rounds": rounds}, indent=1))
-
-
-def plan_name(plan: attention.AttentionPlan) -> str:
-    return f"{attention_bench.tile_name(plan.tile)}@{plan.programs}"
 
 
 def report(rounds: dict[str, list[dict[str, float]]]) -> None:
