@@ -85,12 +85,16 @@ def rows_per_program(tokens: int) -> int:
     return 16 if tokens <= FEW_TOKENS else 32 if tokens <= SORT_PAIRS_ABOVE else 64
 
 
-# Pairs a _pair_plan program places. A step's (≤ 1,536 at 256 sequences) fit one chunk: one
-# launch whose programs count the lower experts' pairs themselves. A prefill's (13k a group,
-# ~92k a pass) take a chunk a program along axis 1, after _pair_counts has counted each
-# chunk's pairs an expert: one program an expert looping over every chunk twice took 95 µs a
-# layer for a pass on an H100 (run R), most of a group's 150 µs of pair plans.
+# Pairs a _pair_plan program places. A step's (768 at 128 sequences) fit one chunk of
+# STEP_PLAN_CHUNK or PLAN_CHUNK: one launch whose programs count the lower experts' pairs
+# themselves. More (a prefill's: 13k a group, ~92k a pass) take a chunk a program along axis
+# 1, after _pair_counts has counted each chunk's pairs an expert. Before, one program an
+# expert looped over every chunk twice: 95 µs a layer for a pass on an H100 (run R), a
+# group's 150 µs. Every size a few compiles: two chunk widths, and a counts table of at
+# least COUNTS_ROWS chunks (a pass of 16,384 rows has 24).
 PLAN_CHUNK = 4096
+STEP_PLAN_CHUNK = 1024
+COUNTS_ROWS = 32
 
 
 @triton.jit
@@ -112,7 +116,9 @@ def _pair_plan(
     pairs,
     EXPERTS: tl.constexpr,
     CHUNK: tl.constexpr,
-    CHUNKS_POW2: tl.constexpr,  # 1: one chunk, no counts table
+    COUNTED: tl.constexpr,  # _pair_counts' table (chunk, expert) given; else one chunk
+    ROWS_POW2: tl.constexpr,  # the table's rows (chunks), padded
+    EXPERTS_POW2: tl.constexpr,
     SLOTS: tl.constexpr,
 ):
     """Program (expert, chunk): the chunk's pairs routed to the expert, in pair order, placed
@@ -122,14 +128,15 @@ def _pair_plan(
     expert, chunk = tl.program_id(0), tl.program_id(1)
     pair = chunk * CHUNK + tl.arange(0, CHUNK)
     ids = _plan_ids(ids_ptr, pair, pairs, EXPERTS)
-    if CHUNKS_POW2 == 1:
-        before = tl.sum((ids < expert).to(tl.int32), axis=0)
-    else:  # from _pair_counts' table (chunk, expert), read whole
-        cell = tl.arange(0, CHUNKS_POW2 * EXPERTS)
-        row, column = cell // EXPERTS, cell % EXPERTS
-        counts = tl.load(counts_ptr + cell, mask=row < tl.num_programs(1), other=0)
+    if COUNTED:  # the whole table in one load: a few thousand int32
+        row = tl.arange(0, ROWS_POW2)[:, None]
+        column = tl.arange(0, EXPERTS_POW2)[None, :]
+        inside = (row < tl.num_programs(1)) & (column < EXPERTS)
+        counts = tl.load(counts_ptr + row * EXPERTS + column, mask=inside, other=0)
         earlier = (column < expert) | ((column == expert) & (row < chunk))
-        before = tl.sum(tl.where(earlier, counts, 0), axis=0)
+        before = tl.sum(tl.sum(tl.where(earlier, counts, 0), axis=1), axis=0)
+    else:
+        before = tl.sum((ids < expert).to(tl.int32), axis=0)
     tl.store(plan_ptr + expert, before, mask=chunk == 0)
     tl.store(plan_ptr + EXPERTS, pairs, mask=(expert == EXPERTS - 1) & (chunk == 0))
     mine = (ids == expert).to(tl.int32)
@@ -169,13 +176,13 @@ def _planned(ids: torch.Tensor, experts: int, slots: torch.Tensor | None) -> tor
     pairs = ids.numel()
     ids = ids.contiguous()
     plan = torch.empty(experts + 1 + pairs, dtype=torch.int32, device=ids.device)
-    chunk = min(PLAN_CHUNK, triton.next_power_of_2(max(pairs, 1)))
-    chunks = triton.cdiv(pairs, chunk)
+    chunk = STEP_PLAN_CHUNK if pairs <= STEP_PLAN_CHUNK else PLAN_CHUNK
+    chunks = max(triton.cdiv(pairs, chunk), 1)  # no pairs: one program an expert stores 0s
     counts = plan  # a placeholder the one-chunk launch never reads
     if chunks > 1:
         counts = torch.empty(chunks, experts, dtype=torch.int32, device=ids.device)
         _pair_counts[(experts, chunks)](ids, counts, pairs, EXPERTS=experts, CHUNK=chunk)
-    _pair_plan[(experts, max(chunks, 1))](
+    _pair_plan[(experts, chunks)](
         ids,
         plan,
         plan if slots is None else slots,
@@ -183,7 +190,9 @@ def _planned(ids: torch.Tensor, experts: int, slots: torch.Tensor | None) -> tor
         pairs,
         EXPERTS=experts,
         CHUNK=chunk,
-        CHUNKS_POW2=triton.next_power_of_2(chunks) if chunks > 1 else 1,
+        COUNTED=chunks > 1,
+        ROWS_POW2=max(COUNTS_ROWS, triton.next_power_of_2(chunks)),
+        EXPERTS_POW2=triton.next_power_of_2(experts),
         SLOTS=slots is not None,
         num_warps=8,
     )

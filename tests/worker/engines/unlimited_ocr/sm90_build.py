@@ -285,18 +285,27 @@ def prefill_kernels() -> dict[str, int]:
     grouped rows through the slots."""
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
     launch = kernels.Tiles()
-    plan = dict(EXPERTS=V1.n_routed_experts, CHUNK=kernels.PLAN_CHUNK)
+    experts = V1.n_routed_experts
+    plan = dict(EXPERTS=experts, EXPERTS_POW2=triton.next_power_of_2(experts))
     pointers = dict(ids_ptr=I32, plan_ptr=I32, slots_ptr=I32, counts_ptr=I32)
-    built = {  # a step's in one chunk; a prefill pass's ~92k pairs in 23, its counts first
-        f"pair plan SLOTS={slots} CHUNKS_POW2={chunks}": shared_memory(
+    built = {  # as launched: a step's pairs in one chunk; a prefill's counted first, with slots
+        f"pair plan CHUNK={chunk} COUNTED={counted}": shared_memory(
             kernels._pair_plan,
             pointers,
-            {**plan, "SLOTS": slots, "CHUNKS_POW2": chunks},
+            {
+                **plan,
+                "CHUNK": chunk,
+                "COUNTED": counted,
+                "ROWS_POW2": kernels.COUNTS_ROWS,
+                "SLOTS": counted,
+            },
             kernels.Tiles(warps=8),
         )
-        for slots, chunks in ((False, 1), (True, 32))
+        for chunk, counted in ((kernels.STEP_PLAN_CHUNK, False), (kernels.PLAN_CHUNK, True))
     }
-    built["pair counts"] = shared_memory(kernels._pair_counts, pointers, plan, kernels.Tiles())
+    built["pair counts"] = shared_memory(
+        kernels._pair_counts, pointers, {**plan, "CHUNK": kernels.PLAN_CHUNK}, kernels.Tiles()
+    )
     built["silu times up"] = shared_memory(
         grouped._silu_mul,
         dict(projected_ptr=BF16, act_ptr=BF16),

@@ -351,27 +351,35 @@ def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypa
         torch.testing.assert_close(fused_mlp(moe)(h), moe(h[None])[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("chunk", [4096, 512])  # v1's: two chunks; eleven, a pass's 23 alike
-def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order(monkeypatch, chunk) -> None:  # type: ignore[no-untyped-def]
+# v1's 64 experts over 2 chunks of 4,096 pairs, or 11 of 512 (as a pass's 23); 12 experts,
+# not a power of two, over 9 chunks; 1,536 pairs: 3 whole chunks, the last one full
+@pytest.mark.parametrize(
+    ("experts", "tokens", "chunk"),
+    [(64, 900, 4096), (64, 900, 512), (12, 700, 512), (64, 256, 512)],
+)
+def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order(  # type: ignore[no-untyped-def]
+    monkeypatch, experts: int, tokens: int, chunk: int
+) -> None:
     """pair_plan's counting sort against torch's stable argsort, over more pairs than one
     chunk (a prefill's, 13k a group at v1's top-6: each chunk's counts first), with ids out
-    of range (a NaN's token) counted with the nearest real expert and several experts never
+    of range (a NaN's token) counted with the nearest real expert and some experts never
     chosen."""
     monkeypatch.setattr(kernels_moe(), "PLAN_CHUNK", chunk)
     g = torch.Generator().manual_seed(21)
-    ids = torch.randint(0, 40, (900, 6), generator=g, dtype=torch.int32)  # 40..63 idle
+    chosen = experts * 5 // 8  # the rest idle
+    ids = torch.randint(0, chosen, (tokens, 6), generator=g, dtype=torch.int32)
     ids[7, 2], ids[8, 0] = -3, 99
-    plan = kernels_moe().pair_plan(ids, 64)
-    flat = ids.flatten().long().clamp(0, 63)
-    starts = torch.zeros(65, dtype=torch.long)
-    starts[1:] = torch.bincount(flat, minlength=64).cumsum(0)
+    plan = kernels_moe().pair_plan(ids, experts)
+    flat = ids.flatten().long().clamp(0, experts - 1)
+    starts = torch.zeros(experts + 1, dtype=torch.long)
+    starts[1:] = torch.bincount(flat, minlength=experts).cumsum(0)
     assert ids.numel() > kernels_moe().PLAN_CHUNK
-    assert torch.equal(plan[:65].long(), starts)
-    assert torch.equal(plan[65:].long(), torch.argsort(flat, stable=True))
+    assert torch.equal(plan[: experts + 1].long(), starts)
+    assert torch.equal(plan[experts + 1 :].long(), torch.argsort(flat, stable=True))
     # and where each pair landed, which the experts' sum reads it from
-    same, slots = kernels_moe().pair_plan_and_slots(ids, 64)
+    same, slots = kernels_moe().pair_plan_and_slots(ids, experts)
     assert torch.equal(same, plan)
-    assert torch.equal(plan[65:].long()[slots.long()], torch.arange(ids.numel()))
+    assert torch.equal(plan[experts + 1 :].long()[slots.long()], torch.arange(ids.numel()))
 
 
 @pytest.mark.parametrize("tokens", [3, 150])  # most experts idle (empty groups); all busy
