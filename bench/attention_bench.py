@@ -68,7 +68,7 @@ def parse_tile(name: str) -> kernels.Tile:
 def parse_plan(text: str) -> kernels.AttentionPlan:
     """``mma_b32_w1_s3@4096`` (the grid's names) as the plan of the steps over 16 sequences."""
     tile, _, programs = text.partition("@")
-    if not programs.isdigit():
+    if not programs.isdigit() or int(programs) == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a plan such as mma_b32_w1_s3@4096")
     return kernels.AttentionPlan(kernels.ANY, parse_tile(tile), int(programs))
 

@@ -107,6 +107,8 @@ def main() -> None:
             "name what to set beside the default: --tiles, --attention, --attention-plan, "
             "--whole-last-layer and/or --first-tokens-at-once"
         )
+    if args.together and not (args.tiles and args.attention_plan):
+        parser.error("--together pairs --tiles with --attention-plan: name both")
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
     tiles = moe_kernels.MANY_TOKENS_TILES
@@ -117,11 +119,10 @@ def main() -> None:
     for other in args.attention:
         sets[f"attention of {other}"] = Setup(tiles, attention.PLANS[other])
     for plan in args.attention_plan:
-        planned = attention_bench.with_plan(card, plan)
-        sets[f"attention {attention_bench.plan_name(plan)}"] = Setup(tiles, planned)
+        planned, label = attention_bench.with_plan(card, plan), attention_bench.plan_name(plan)
+        sets[f"attention {label}"] = Setup(tiles, planned)
         for name in args.tiles if args.together else []:
-            both = Setup(sets[name].tiles, planned)
-            sets[f"{name}, attention {attention_bench.plan_name(plan)}"] = both
+            sets[f"{name}, attention {label}"] = Setup(sets[name].tiles, planned)
     if args.whole_last_layer:
         sets["whole last layer"] = Setup(tiles, plans, whole_last_layer=True)
     if args.first_tokens_at_once:
