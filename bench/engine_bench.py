@@ -34,7 +34,6 @@ from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
 from ocr_worker.engines.unlimited_ocr.sequence import Segment
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
-from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
 from ocr_worker.stage_clock import clock
 
 PAGE_TOKENS, PROMPT_TOKENS = 273, 5  # + BOS = 273 * pages + 6, as in ENGINE_NOTES' baseline
@@ -404,9 +403,10 @@ def main() -> None:
     fused_step.PREFILL_MOE = args.prefill_moe
     model, device, dtype = bench_model(args.tiny)
     text = model.config.text_config
+    card = triton_kernels.card_name(device)
     plan = args.attention_plan and attention_bench.plan_name(args.attention_plan)
     results: dict = {
-        "device": card_name(device),
+        "device": card,
         "args": vars(args) | {"out": str(args.out), "attention_plan": plan},
     }
     if args.moe_tiles:
@@ -414,7 +414,6 @@ def main() -> None:
         assert tiles is not None  # (choices holds the named tile sets only)
         moe_kernels.MANY_TOKENS_TILES = tiles
     if args.attention_plan:  # before any step graph is captured
-        card = card_name(device)
         triton_kernels.PLANS[card] = attention_bench.with_plan(card, args.attention_plan)
     engines = {"rswa": Engine(model, args, device, dtype, 0)}
     if args.sr_swa_blocks:

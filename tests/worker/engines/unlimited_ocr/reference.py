@@ -86,3 +86,12 @@ def greedy(
         logits[list(banned)] = float("-inf")
         generated.append(int(logits.argmax()))
     return generated
+
+
+def pair_plan(ids: torch.Tensor, experts: int) -> torch.Tensor:
+    """moe_kernels.pair_plan's table by torch's ops: where each expert's pairs start (an id
+    out of range counted with the nearest real expert), then the pairs by a stable argsort."""
+    flat = ids.flatten().long().clamp(0, experts - 1)
+    starts = torch.zeros(experts + 1, dtype=torch.long, device=ids.device)
+    starts[1:] = torch.bincount(flat, minlength=experts).cumsum(0)
+    return torch.cat([starts, torch.argsort(flat, stable=True)])

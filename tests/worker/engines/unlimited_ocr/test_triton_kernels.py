@@ -26,6 +26,7 @@ from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # 
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table, step_inputs  # noqa: E402
+from tests.worker.engines.unlimited_ocr import reference  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
     _reference,
     _request,
@@ -370,12 +371,8 @@ def test_the_pair_plan_groups_a_prefills_pairs_by_expert_in_pair_order(  # type:
     ids = torch.randint(0, chosen, (tokens, 6), generator=g, dtype=torch.int32)
     ids[7, 2], ids[8, 0] = -3, 99
     plan = kernels_moe().pair_plan(ids, experts)
-    flat = ids.flatten().long().clamp(0, experts - 1)
-    starts = torch.zeros(experts + 1, dtype=torch.long)
-    starts[1:] = torch.bincount(flat, minlength=experts).cumsum(0)
     assert ids.numel() > kernels_moe().PLAN_CHUNK
-    assert torch.equal(plan[: experts + 1].long(), starts)
-    assert torch.equal(plan[experts + 1 :].long(), torch.argsort(flat, stable=True))
+    assert torch.equal(plan.long(), reference.pair_plan(ids, experts))
     # and where each pair landed, which the experts' sum reads it from
     same, slots = kernels_moe().pair_plan_and_slots(ids, experts)
     assert torch.equal(same, plan)
