@@ -128,8 +128,9 @@ def _route_rows(
 
 @dataclass(frozen=True)
 class RouterLaunch:
-    """How routing is launched. ``fused``: logits, softmax and top-k in one program per 16
-    tokens (_route_rows), ``block`` columns of hidden a step with ``stages`` of them in flight;
+    """How routing is launched. ``fused``: logits, softmax and top-k in one program per
+    ``rows`` tokens (_route_rows; at least 16, tl.dot's least M), ``block`` columns of hidden a
+    step with ``stages`` of them in flight;
     else _router_logits with ``group`` experts a program and ``block`` columns a load (None:
     the whole row), then _top_k. bench/mlp_bench.py times them: one token's routing is µs of
     latency (one program streams the router's 327 KB when fused) and a launch between the
@@ -139,6 +140,7 @@ class RouterLaunch:
     block: int | None = 64
     group: int = 8
     stages: int = 3
+    rows: int = 16
 
 
 FUSED = RouterLaunch()
@@ -174,7 +176,7 @@ def route(
     launch = launch or router_for(count)
     h = h.contiguous()
     if launch.fused:
-        rows = 16  # tl.dot's least M
+        rows = launch.rows
         _route_rows[(triton.cdiv(count, rows),)](
             h,
             router,

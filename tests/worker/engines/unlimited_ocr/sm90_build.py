@@ -201,7 +201,7 @@ def step_kernels() -> dict[str, int]:
             v_pool_ptr=BF16,
             write_rows_ptr="*i64",
         ),
-        dict(HEADS=heads, DIM=dim),
+        dict(HEADS=heads, HEADS_BLOCK=triton.next_power_of_2(heads), DIM=dim),
         launch,
     )
     norm = dict(x_ptr=BF16, delta_ptr=BF16, weight_ptr=BF16, sum_ptr=BF16, out_ptr=BF16, eps="fp32")

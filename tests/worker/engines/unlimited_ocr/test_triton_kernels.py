@@ -110,7 +110,10 @@ def test_the_h200_and_unlisted_cards_keep_the_tile_and_programs_measured_on_the_
             assert (plan.tile, plan.programs) == (kernels.Tile(16, 1, mma=True), programs)
 
 
-def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows() -> None:
+@pytest.mark.parametrize("heads_block", [None, 1, 4])  # a row's 10 heads in 1, 10 or 3 programs
+def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows(
+    heads_block: int | None,
+) -> None:
     g = torch.Generator().manual_seed(0)
     count = 5
     qkv = torch.randn(count, 3 * HEADS * DIM, generator=g)
@@ -120,7 +123,7 @@ def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows() -> None:
     k_pool, v_pool = torch.zeros(40, HEADS, DIM), torch.zeros(40, HEADS, DIM)
     write_rows = torch.tensor([3, 17, 0, 39, 22])
 
-    q = kernels.rope_store(qkv, cos, sin, k_pool, v_pool, write_rows)
+    q = kernels.rope_store(qkv, cos, sin, k_pool, v_pool, write_rows, heads_block)
 
     parts = qkv.view(count, 3, HEADS, DIM)
     torch.testing.assert_close(q, runner_rotate(parts[:, 0], cos, sin))
@@ -297,10 +300,11 @@ def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int, si
 
 
 @pytest.mark.parametrize(
-    "launch",  # in one kernel; in two: a whole row a load, more experts a program than exist
-    [
+    "launch",  # in one kernel (16 or 32 tokens a program); in two: a whole row a load, more
+    [  # experts a program than exist
         (True, 64, 8),
         (True, 32, 8),
+        (True, 64, 8, 3, 32),
         (False, 256, 8),
         (False, None, 4),
         (False, None, 1),
@@ -311,7 +315,9 @@ def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int, si
 @pytest.mark.parametrize("tokens", [9, 40])  # one program, or three, of the fused kernel
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # the card's h; fp32 router
 def test_every_routing_launch_chooses_the_models_experts(
-    launch: tuple[bool, int | None, int], tokens: int, dtype: torch.dtype
+    launch: tuple[bool, int | None, int] | tuple[bool, int, int, int, int],
+    tokens: int,
+    dtype: torch.dtype,
 ) -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
