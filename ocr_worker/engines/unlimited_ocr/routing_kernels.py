@@ -143,7 +143,7 @@ class RouterLaunch:
     rows: int = 16
 
 
-FUSED = RouterLaunch()
+FUSED = RouterLaunch(rows=64)
 SPLIT_NARROW = RouterLaunch(fused=False, group=2, block=None)
 SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
 
