@@ -365,9 +365,9 @@ def rope_store(
 ) -> torch.Tensor:
     """qkv: (N, 3·H·D) from the fused projection; cos/sin: (N, D) in the model's dtype.
     Writes rotated k and v into pool rows ``write_rows`` (N,); returns rotated q: (N, H, D).
-    ``heads_block``: heads a program, a power of two; by default all of a row's. One head a
-    program was ~half the card's bandwidth in a prefill pass (145 µs a layer for ~15k rows of
-    10 heads, H100, run A: 150k programs of 128 columns each)."""
+    ``heads_block``: heads a program, a power of two; by default all of a row's: 84 µs a
+    layer at a prefill pass's 15,295 rows, against 139 at one head a program (H100, run F,
+    bench/pass_kernels_bench.py)."""
     count = qkv.shape[0]
     _, heads, dim = k_pool.shape
     block = heads_block or triton.next_power_of_2(heads)
