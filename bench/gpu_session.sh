@@ -20,7 +20,8 @@ OUTDIR=${1:-/tmp/gpusession}
 mkdir -p "$OUTDIR"
 export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
 export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
-PARTS=${PARTS:-tests attention mlp tiles runs profile service engine prefill overlap}  # the parts to run, in order
+PARTS=${PARTS:-tests attention mlp kernels tiles runs profile service engine prefill overlap}  # in order
+# PARTS=picks: a card's own tiles and plan, then the goals table with them (~7 minutes)
 part() { echo "== $1 $(date -u +%T)"; }
 wanted() { [[ " $PARTS " == *" $1 "* ]]; }
 
@@ -40,6 +41,33 @@ if wanted mlp; then
   part mlp
   timeout 300 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
+fi
+if wanted kernels; then  # a prefill pass's RoPE and routing launches, each beside the one before
+  part kernels
+  timeout 120 python3 -m bench.pass_kernels_bench --out "$OUTDIR/pass_kernels.json" >"$OUTDIR/pass_kernels.log" 2>&1
+  tail -16 "$OUTDIR/pass_kernels.log"
+fi
+if wanted picks; then  # this card's own experts' tiles and attention plan at 128 sequences, then
+  # the goals table with those that beat the defaults by more than 1% (card_picks.py)
+  part picks
+  timeout 150 python3 -m bench.mlp_bench --tokens 128 --tiles ${PICK_TILES:-default w8_n64_k128 \
+    swap_plan_w4_n64_k64_s6 swap_plan_w8_n128_k64_s4 swap_plan_w4_n64_k64_s5 swap_plan_w4_n64_k128_s3 \
+    swap_plan_w4_n128_k64_s4 swap_plan_w8_n64_k64_s4} \
+    --out "$OUTDIR/mlp_picks.json" >"$OUTDIR/mlp_picks.log" 2>&1
+  timeout 150 python3 -m bench.attention_bench --batches 128 --targets 2048 4096 8192 \
+    --tiles ${PICK_PLANS:-mma_b16_w1_s2 mma_b16_w1_s3 mma_b16_w1_s4 mma_b32_w1_s2 mma_b32_w1_s3 mma_b32_w1_s4} \
+    --out "$OUTDIR/attention_picks.json" >"$OUTDIR/attention_picks.log" 2>&1
+  read -r TILES PLAN < <(python3 -m bench.card_picks "$OUTDIR/mlp_picks.json" \
+    "$OUTDIR/attention_picks.json" 2>"$OUTDIR/card_picks.log" || echo "- -")
+  cat "$OUTDIR/card_picks.log"
+  FLAGS=""
+  [[ "${TILES:--}" != "-" ]] && FLAGS="$FLAGS --moe-tiles $TILES"
+  [[ "${PLAN:--}" != "-" ]] && FLAGS="$FLAGS --attention-plan $PLAN"
+  echo "goals with:${FLAGS:- the defaults}"
+  timeout 420 python3 -m bench.engine_bench --skip-baseline --workspace-gb 24 --pages 100 \
+    --step-batches 1 16 128 --throughput-docs 16 128 --brief srswa --realistic-page-tokens 700 \
+    --realistic-pages 16 $FLAGS --out "$OUTDIR/engine_bench_picks.json" >"$OUTDIR/engine_bench_picks.log" 2>&1
+  tail -12 "$OUTDIR/engine_bench_picks.log"
 fi
 if wanted tiles; then  # the step's many-token MoE tiles, A/B in the engine (tiles_bench.py)
   part tiles
