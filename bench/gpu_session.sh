@@ -50,6 +50,7 @@ fi
 if wanted picks; then  # this card's own experts' tiles and attention plan at 128 sequences, then
   # the goals table with those that beat the defaults by more than 1% (card_picks.py)
   part picks
+  rm -f "$OUTDIR/mlp_picks.json" "$OUTDIR/attention_picks.json"  # no stale picks from a timeout
   timeout 150 python3 -m bench.mlp_bench --tokens 128 --tiles ${PICK_TILES:-default w8_n64_k128 \
     swap_plan_w4_n64_k64_s6 swap_plan_w8_n128_k64_s4 swap_plan_w4_n64_k64_s5 swap_plan_w4_n64_k128_s3 \
     swap_plan_w4_n128_k64_s4 swap_plan_w8_n64_k64_s4} \
@@ -57,12 +58,13 @@ if wanted picks; then  # this card's own experts' tiles and attention plan at 12
   timeout 150 python3 -m bench.attention_bench --batches 128 --targets 2048 4096 8192 \
     --tiles ${PICK_PLANS:-mma_b16_w1_s2 mma_b16_w1_s3 mma_b16_w1_s4 mma_b32_w1_s2 mma_b32_w1_s3 mma_b32_w1_s4} \
     --out "$OUTDIR/attention_picks.json" >"$OUTDIR/attention_picks.log" 2>&1
-  read -r TILES PLAN < <(python3 -m bench.card_picks "$OUTDIR/mlp_picks.json" \
+  # PICKED_*: the tiles part below reads TILES as its own list
+  read -r PICKED_TILES PICKED_PLAN < <(python3 -m bench.card_picks "$OUTDIR/mlp_picks.json" \
     "$OUTDIR/attention_picks.json" 2>"$OUTDIR/card_picks.log" || echo "- -")
   cat "$OUTDIR/card_picks.log"
   FLAGS=""
-  [[ "${TILES:--}" != "-" ]] && FLAGS="$FLAGS --moe-tiles $TILES"
-  [[ "${PLAN:--}" != "-" ]] && FLAGS="$FLAGS --attention-plan $PLAN"
+  [[ "${PICKED_TILES:--}" != "-" ]] && FLAGS="$FLAGS --moe-tiles $PICKED_TILES"
+  [[ "${PICKED_PLAN:--}" != "-" ]] && FLAGS="$FLAGS --attention-plan $PICKED_PLAN"
   echo "goals with:${FLAGS:- the defaults}"
   timeout 420 python3 -m bench.engine_bench --skip-baseline --workspace-gb 24 --pages 100 \
     --step-batches 1 16 128 --throughput-docs 16 128 --brief srswa --realistic-page-tokens 700 \

@@ -10,7 +10,9 @@ engine ran before, replayed from CUDA graphs (mlp_bench.graphed_us):
 
 15,295 rows: 7 groups of 8 pages (2,185 rows each), as the 128-document runs pass them; 128:
 a step of 128 sequences. Prints µs a layer, against the launch before, and the TB/s of the bytes
-each must move (rope_store: qkv read, q, k and v written; routing: h read)."""
+each must move (rope_store: qkv read, q, k and v written; routing: h read, a lower bound: each
+program reads the router's 327 KB too). Replayed back to back, a layer's inputs may stay in
+the card's L2 (50 MB on an H100), as the engine's would not: the ratios are the measure."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def rope_row(rows: int, device: torch.device) -> dict[str, float]:
     pool = torch.zeros(POOL_ROWS, HEADS, DIM, device=device, dtype=torch.bfloat16)
     k_pool, v_pool = pool, pool.clone()
     write = torch.randperm(POOL_ROWS, device=device, generator=g)[:rows]
-    moved = rows * (2 * 3 * HEADS * DIM * 2 + 2 * DIM * 2)  # qkv in, q k v out; cos and sin
+    moved = rows * (2 * 3 * HEADS * DIM * 2 + DIM * 2)  # qkv in, q k v out; half of cos, sin
     row: dict[str, float] = {}
     for block in HEADS_BLOCKS:
         us = graphed_us(

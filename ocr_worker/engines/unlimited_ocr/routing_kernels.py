@@ -143,7 +143,9 @@ class RouterLaunch:
     rows: int = 16
 
 
-FUSED = RouterLaunch(rows=64)
+FUSED = RouterLaunch()
+FUSED_WIDE = RouterLaunch(rows=64)
+PREFILL_TOKENS = 256  # above this, a launch is a prefill's (moe_kernels.SORT_PAIRS_ABOVE)
 SPLIT_NARROW = RouterLaunch(fused=False, group=2, block=None)
 SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
 
@@ -153,13 +155,17 @@ def router_for(tokens: int) -> RouterLaunch:
     H100 in run E, 0.93 ms against 1.04 at one sequence): a decode step's
     routing in two launches, the logits with whole rows of h, 2 experts a program up to 16
     tokens (4.8 / 5.1 µs a layer at 1 / 16 against the fused kernel's 15.7), 8 at 128 (8.9
-    against 15.8: fewer programs re-reading h); a prefill's thousands of tokens in the fused
-    kernel, whose tensor-core tiles read the router's rows once per 64 tokens (H100, run F:
-    42.4 µs a layer at a pass's 15,295 tokens, against 82.5 at 16 a program and 79.7 at 128,
-    bench/pass_kernels_bench.py)."""
+    against 15.8: fewer programs re-reading h); a step of more in the fused kernel, 16 tokens
+    a program; a prefill's thousands (above PREFILL_TOKENS) 64 tokens a program, so the
+    router's rows are read once per 64 (H100, run F of the thirteenth session: 42.4 µs a layer
+    at a pass's 15,295 tokens, against 82.5 at 16 a program and 79.7 at 128,
+    bench/pass_kernels_bench.py). Not timed between 129 and 256 tokens: 64 a program would
+    leave those steps 3 or 4 programs, so they keep 16."""
     if tokens <= 16:
         return SPLIT_NARROW
-    return SPLIT_WIDE if tokens <= 128 else FUSED
+    if tokens <= 128:
+        return SPLIT_WIDE
+    return FUSED if tokens <= PREFILL_TOKENS else FUSED_WIDE
 
 
 def route(

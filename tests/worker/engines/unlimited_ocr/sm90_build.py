@@ -210,20 +210,21 @@ def step_kernels() -> dict[str, int]:
             step._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=row, ADD=add), launch
         )
     # The router's weights stay fp32 (transformers keeps gate.weight in fp32).
-    built["routing in one kernel"] = shared_memory(
-        routing._route_rows,
-        dict(h_ptr=BF16, w_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),
-        dict(
-            HIDDEN=hidden,
-            EXPERTS=experts,
-            EXPERTS_POW2=max(16, triton.next_power_of_2(experts)),
-            TOP_K=top_k,
-            ROWS=16,
-            BLOCK=64,
-            PRECISION="tf32x3",
-        ),
-        launch,
-    )
+    for fused in (routing.FUSED, routing.FUSED_WIDE):  # a step of 129-256 tokens; a prefill
+        built[f"routing in one kernel ROWS={fused.rows}"] = shared_memory(
+            routing._route_rows,
+            dict(h_ptr=BF16, w_ptr=F32, ids_ptr=I32, weights_ptr=F32, scale="fp32"),
+            dict(
+                HIDDEN=hidden,
+                EXPERTS=experts,
+                EXPERTS_POW2=max(16, triton.next_power_of_2(experts)),
+                TOP_K=top_k,
+                ROWS=fused.rows,
+                BLOCK=fused.block,
+                PRECISION="tf32x3",
+            ),
+            launch,
+        )
     for group, block in ((8, 256), (4, row)):  # split: logits (as mlp_bench times), then top-k
         built[f"router logits GROUP={group} BLOCK={block}"] = shared_memory(
             routing._router_logits,

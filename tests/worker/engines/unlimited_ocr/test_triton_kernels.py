@@ -300,11 +300,12 @@ def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int, si
 
 
 @pytest.mark.parametrize(
-    "launch",  # in one kernel (16 or 32 tokens a program); in two: a whole row a load, more
-    [  # experts a program than exist
+    "launch",  # in one kernel (16, 32 or 64 tokens a program); in two: a whole row a load,
+    [  # more experts a program than exist
         (True, 64, 8),
         (True, 32, 8),
         (True, 64, 8, 3, 32),
+        (True, 64, 8, 3, 64),
         (False, 256, 8),
         (False, None, 4),
         (False, None, 1),
