@@ -89,7 +89,7 @@ def main() -> None:
     for rows in args.rows:
         results[f"rope_{rows}"] = rope = rope_row(rows, device)
         report(f"rope_store, {rows} rows (a layer)", rope, HEADS_BLOCKS, "heads")
-        if rows > 128:  # a step's routing is split in two kernels (routing_kernels.router_for)
+        if routing_kernels.router_for(rows).fused:  # a step of few is split in two kernels
             results[f"route_{rows}"] = route = route_row(rows, device)
             report(f"routing in one kernel, {rows} rows (a layer)", route, ROUTER_ROWS, "rows")
     if args.out:

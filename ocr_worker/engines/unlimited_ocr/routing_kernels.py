@@ -12,6 +12,9 @@ import torch
 import triton
 import triton.language as tl
 
+# Above this many tokens a launch is a prefill's, for the routing as for the experts' kernels
+from ocr_worker.engines.unlimited_ocr.moe_kernels import SORT_PAIRS_ABOVE
+
 
 @triton.jit
 def _router_logits(
@@ -145,7 +148,6 @@ class RouterLaunch:
 
 FUSED = RouterLaunch()
 FUSED_WIDE = RouterLaunch(rows=64)
-PREFILL_TOKENS = 256  # above this, a launch is a prefill's (moe_kernels.SORT_PAIRS_ABOVE)
 SPLIT_NARROW = RouterLaunch(fused=False, group=2, block=None)
 SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
 
@@ -156,7 +158,7 @@ def router_for(tokens: int) -> RouterLaunch:
     routing in two launches, the logits with whole rows of h, 2 experts a program up to 16
     tokens (4.8 / 5.1 µs a layer at 1 / 16 against the fused kernel's 15.7), 8 at 128 (8.9
     against 15.8: fewer programs re-reading h); a step of more in the fused kernel, 16 tokens
-    a program; a prefill's thousands (above PREFILL_TOKENS) 64 tokens a program, so the
+    a program; a prefill's thousands (above SORT_PAIRS_ABOVE) 64 tokens a program, so the
     router's rows are read once per 64 (H100, run F of the thirteenth session: 42.4 µs a layer
     at a pass's 15,295 tokens, against 82.5 at 16 a program and 79.7 at 128,
     bench/pass_kernels_bench.py). Not timed between 129 and 256 tokens: 64 a program would
@@ -165,7 +167,7 @@ def router_for(tokens: int) -> RouterLaunch:
         return SPLIT_NARROW
     if tokens <= 128:
         return SPLIT_WIDE
-    return FUSED if tokens <= PREFILL_TOKENS else FUSED_WIDE
+    return FUSED if tokens <= SORT_PAIRS_ABOVE else FUSED_WIDE
 
 
 def route(
