@@ -296,6 +296,7 @@ class Engine:
             # False: a kernel failed and the run finished on torch's ops
             "fused_kernels": self.runner.fused is not None,
             "prefill_moe": fused_step.PREFILL_MOE,
+            "prefill_attention": fused_step.PREFILL_ATTENTION,
             "prefill_max_rows": self.scheduler.prefill_max_rows,
             "activation_peak_gb": (
                 (torch.cuda.max_memory_allocated() - base) / GB if self.device.type == "cuda" else 0
@@ -380,6 +381,12 @@ def main() -> None:
         help="how a prefill runs its MoE (fused_step.PREFILL_MOE)",
     )
     parser.add_argument(
+        "--prefill-attention",
+        choices=fused_step.PREFILL_ATTENTIONS,
+        default=fused_step.PREFILL_ATTENTION,
+        help="how a prefill pass attends (fused_step.PREFILL_ATTENTION)",
+    )
+    parser.add_argument(
         "--prefill-max-rows", type=int, default=0, help="rows a prefill pass (0: the default)"
     )
     parser.add_argument(
@@ -401,6 +408,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     fused_step.PREFILL_MOE = args.prefill_moe
+    fused_step.PREFILL_ATTENTION = args.prefill_attention
     model, device, dtype = bench_model(args.tiny)
     text = model.config.text_config
     card = triton_kernels.card_name(device)

@@ -6,7 +6,8 @@
 - a prefill's last layer through every row, as before 2026-12-06 (fused_step.FusedStep.prefill
   now takes each part's last row alone past its k and v);
 - a pass's first tokens read before the next step, as before 2026-12-06 (scheduler.Scheduler.
-  _admit now leaves them to be read as that step runs).
+  _admit now leaves them to be read as that step runs);
+- a prefill pass's attention another way (fused_step.PREFILL_ATTENTIONS).
 R-SWA steps and a run of documents with each set, the default first, taking turns for
 ``--rounds`` rounds; each set's best against the default's. Full-size v1 with random bf16
 weights (engine_bench.bench_model).
@@ -15,6 +16,7 @@ weights (engine_bench.bench_model).
     python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
     python3 -m bench.tiles_bench --tiles NAME --attention-plan mma_b32_w1_s3@4096 --together
     python3 -m bench.tiles_bench --whole-last-layer --first-tokens-at-once --step-batches 128
+    python3 -m bench.tiles_bench --prefill-attention flash --step-batches 128
 
 One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
 captured with its tiles. The sets' earlier graphs are kept, not freed: run I1's A/B cleared
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from bench import attention_bench, engine_bench, mlp_bench
 from bench.engine_bench import Engine
-from ocr_worker.engines.unlimited_ocr import moe_kernels
+from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels
 from ocr_worker.engines.unlimited_ocr import triton_kernels as attention
 from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
 
@@ -44,6 +46,7 @@ class Setup:
     plans: Plans  # the attention's on this card
     whole_last_layer: bool = False  # a prefill's last layer through every row
     first_tokens_at_once: bool = False  # a pass's read before the next step is launched
+    prefill_attention: str = fused_step.PREFILL_ATTENTION
 
 
 def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
@@ -53,6 +56,7 @@ def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
     runner = engine.runner
     if runner.fused is not None:
         runner.fused.whole_last_layer = setup.whole_last_layer
+        runner.fused.prefill_attention = setup.prefill_attention
     else:  # the torch ops: no last layer to set, and no tiles either
         assert not setup.whole_last_layer, "the fused step fell back to torch's ops"
     engine.scheduler.first_tokens_at_once = setup.first_tokens_at_once
@@ -89,6 +93,13 @@ def main() -> None:
     parser.add_argument(
         "--first-tokens-at-once", action="store_true", help="a pass's read at once, as before"
     )
+    parser.add_argument(
+        "--prefill-attention",
+        nargs="*",
+        choices=fused_step.PREFILL_ATTENTIONS,
+        default=[],
+        help="a prefill pass's attention this way too",
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--documents", type=int, default=128, help="0: steps only")
@@ -102,10 +113,11 @@ def main() -> None:
         or args.attention_plan
         or args.whole_last_layer
         or args.first_tokens_at_once
+        or args.prefill_attention
     ):
         parser.error(
             "name what to set beside the default: --tiles, --attention, --attention-plan, "
-            "--whole-last-layer and/or --first-tokens-at-once"
+            "--whole-last-layer, --first-tokens-at-once and/or --prefill-attention"
         )
     if args.together and not (args.tiles and args.attention_plan):
         parser.error("--together pairs --tiles with --attention-plan: name both")
@@ -127,6 +139,8 @@ def main() -> None:
         sets["whole last layer"] = Setup(tiles, plans, whole_last_layer=True)
     if args.first_tokens_at_once:
         sets["first tokens at once"] = Setup(tiles, plans, first_tokens_at_once=True)
+    for way in args.prefill_attention:
+        sets[f"prefill attention {way}"] = Setup(tiles, plans, prefill_attention=way)
     retired: list[CudaGraphSteps] = []
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
     for round_no in range(args.rounds):

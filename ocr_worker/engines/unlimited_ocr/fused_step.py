@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
+from ocr_worker.engines.unlimited_ocr.prefill_attention import paged_prefill_attention
 from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass
 from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 
@@ -24,6 +25,12 @@ from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
 # run D).
 PREFILL_MOE = "grouped_mm"
 PREFILL_MOES = ("module", "grouped_mm", "kernels")
+
+# How a prefill pass attends on the GPU: "flash", torch's varlen flash attention over K and V
+# gathered out of the pool (PrefillPass.attend); "triton", prefill_attention.py reading the
+# pool in place. Off the GPU, SDPA part by part either way.
+PREFILL_ATTENTION = "triton"
+PREFILL_ATTENTIONS = ("flash", "triton")
 
 
 class FusedStep:
@@ -44,6 +51,7 @@ class FusedStep:
         # launches instead of ~25 (fused_mlp.merge_for).
         self.mlps = [fused_mlp(layer.mlp) for layer in layers]
         self.prefill_moe = PREFILL_MOE
+        self.prefill_attention = PREFILL_ATTENTION
         self.whole_last_layer = False  # every row through the last layer (tiles_bench's base)
 
     @torch.no_grad()
@@ -98,7 +106,7 @@ class FusedStep:
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
             q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
             if index != last_rows_only:
-                out = packed.attend(q, k_pool[index], v_pool[index])  # (T, H, D)
+                out = self._attend(packed, q, k_pool[index], v_pool[index])  # (T, H, D)
             else:  # every row's k and v are stored: the rest is for the last rows' logits
                 x, q = x.index_select(0, packed.last_rows), q.index_select(0, packed.last_rows)
                 out = packed.attend_last(q, k_pool[index], v_pool[index])  # (parts, H, D)
@@ -117,6 +125,17 @@ class FusedStep:
         if self.whole_last_layer:
             h = h.index_select(0, packed.last_rows)
         return self.lm_head(h).float()
+
+    def _attend(
+        self, packed: PrefillPass, q: torch.Tensor, k_layer: torch.Tensor, v_layer: torch.Tensor
+    ) -> torch.Tensor:
+        """Every part's new rows over its own rows, as ``prefill_attention`` says."""
+        if self.prefill_attention == "triton" and q.is_cuda:
+            most_queries = packed.longest[0]
+            return paged_prefill_attention(
+                q, k_layer, v_layer, packed.rows, packed.bounds, most_queries
+            )
+        return packed.attend(q, k_layer, v_layer)
 
     def _norm_after(self, index: int) -> Any:
         """The RMSNorm after layer ``index``'s MLP: the next layer's input norm, or the last."""

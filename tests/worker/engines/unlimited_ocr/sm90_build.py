@@ -22,6 +22,7 @@ from triton.compiler import ASTSource
 from ocr_worker.engines.unlimited_ocr import choice_kernels as choice
 from ocr_worker.engines.unlimited_ocr import grouped_experts as grouped
 from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
+from ocr_worker.engines.unlimited_ocr import prefill_attention as prefill
 from ocr_worker.engines.unlimited_ocr import routing_kernels as routing
 from ocr_worker.engines.unlimited_ocr import step_inputs as inputs
 from ocr_worker.engines.unlimited_ocr import triton_kernels as step
@@ -283,7 +284,7 @@ def step_kernels() -> dict[str, int]:
 def prefill_kernels() -> dict[str, int]:
     """A prefill's own MoE kernels (the grouped_mm path): the pair plan's counting sort (and
     the steps' sorted table, without slots), SiLU(gate)·up, and the experts' sum reading the
-    grouped rows through the slots."""
+    grouped rows through the slots; and its attention in every tile the bench may choose."""
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
     launch = kernels.Tiles()
     experts = V1.n_routed_experts
@@ -325,6 +326,36 @@ def prefill_kernels() -> dict[str, int]:
         ),
         launch,
     )
+    return built | prefill_attention()
+
+
+def prefill_attention() -> dict[str, int]:
+    """A pass's attention (prefill_attention.py) in each of PREFILL_TILES, and whether it
+    multiplies on the warpgroup MMA (named "wgmma" where it does)."""
+    heads = V1.num_attention_heads
+    pointers = dict(
+        q_ptr=BF16,
+        k_ptr=BF16,
+        v_ptr=BF16,
+        rows_ptr="*i64",
+        q_bounds_ptr=I32,
+        k_bounds_ptr=I32,
+        out_ptr=BF16,
+        scale_log2="fp32",
+    )
+    built = {}
+    for tile in prefill.PREFILL_TILES:
+        constants = dict(
+            HEADS=heads,
+            DIM=V1.hidden_size // heads,
+            BLOCK_M=tile.queries,
+            BLOCK_N=tile.keys,
+            PRECISION="tf32",
+        )
+        launch = kernels.Tiles(warps=tile.warps, stages=tile.stages)
+        kernel = compiled(prefill._prefill_attention, pointers, constants, launch)
+        mma = "wgmma" if warpgroup_mma(kernel) else "mma.sync"
+        built[f"prefill attention {tile} {mma}"] = kernel.metadata.shared
     return built
 
 

@@ -15,6 +15,11 @@ from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
 from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
 from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.prefill_attention import (
+    PREFILL_TILES,
+    PrefillTile,
+    paged_prefill_attention,
+)
 from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
 from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
 from tests.worker.engines.unlimited_ocr import reference
@@ -267,13 +272,10 @@ def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(
     assert error < 1e-2, (chosen, error)
 
 
-def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
+def _three_groups_pass():  # type: ignore[no-untyped-def]
     """A pass of three groups, as the scheduler packs them: one with no past (causal over its
-    own rows), two with past rows (a boundary page, read in full, then causal): the varlen
-    flash launch gives each part SDPA's values over its own rows, and so does its launch for
-    each part's last row alone (a prefill's last layer). A part that saw another's rows, or a
-    mask aligned to the wrong corner, is off by ~100% on the rows it changes."""
-    from ocr_worker.engines.unlimited_ocr import prefill_part
+    own rows), two with past rows (a boundary page, read in full, then causal); and SDPA's
+    values part by part: (q, k_pool, v_pool, packed, expected)."""
     from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
 
     gen = torch.Generator(device=DEVICE).manual_seed(3)
@@ -298,9 +300,21 @@ def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
     lasts = torch.tensor([p.end - 1 for p in parts], device=pool.device)
     longest = (max(queries), max(keys))
     packed = PrefillPass(parts, pool[:taken], (bounds[0], bounds[1]), longest, lasts)
+    expected = torch.cat([p.attend(q, k_pool[p.rows], v_pool[p.rows]) for p in parts]).float()
+    return q, k_pool, v_pool, packed, expected
+
+
+def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
+    """The varlen flash launch gives each part SDPA's values over its own rows, and so does
+    its launch for each part's last row alone (a prefill's last layer). A part that saw
+    another's rows, or a mask aligned to the wrong corner, is off by ~100% on the rows it
+    changes."""
+    from ocr_worker.engines.unlimited_ocr import prefill_part
+
+    q, k_pool, v_pool, packed, expected = _three_groups_pass()
+    parts, lasts = packed.parts, packed.last_rows
     got = packed.attend(q, k_pool, v_pool).float()
     assert prefill_part._varlen, "the varlen kernel failed: the loop ran instead"
-    expected = torch.cat([p.attend(q, k_pool[p.rows], v_pool[p.rows]) for p in parts]).float()
     for part in parts:
         mine = slice(part.start, part.end)
         error = ((got[mine] - expected[mine]).norm() / expected[mine].norm()).item()
@@ -311,4 +325,18 @@ def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
     for index, part in enumerate(parts):
         wanted = expected[part.end - 1]
         error = ((last[index] - wanted).norm() / wanted.norm()).item()
+        assert error < 1e-2, (part.past, error)
+
+
+@pytest.mark.parametrize("tile", PREFILL_TILES, ids=str)
+def test_a_prefill_pass_attends_through_the_pool_as_part_by_part(tile: PrefillTile) -> None:
+    """The Triton launch (prefill_attention.py) reads each part's rows in place through the
+    pass's row table, compiled in every tile the bench may choose: SDPA's values again."""
+    q, k_pool, v_pool, packed, expected = _three_groups_pass()
+    got = paged_prefill_attention(
+        q, k_pool, v_pool, packed.rows, packed.bounds, packed.longest[0], tile
+    ).float()
+    for part in packed.parts:
+        mine = slice(part.start, part.end)
+        error = ((got[mine] - expected[mine]).norm() / expected[mine].norm()).item()
         assert error < 1e-2, (part.past, error)

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from ocr_worker.engines.unlimited_ocr.prefill_attention import PREFILL_TILES
 from ocr_worker.engines.unlimited_ocr.triton_kernels import TILES
 from tests.worker.engines.unlimited_ocr.sm90_build import H200_SHARED_PER_BLOCK, LAYOUTS
 
@@ -86,7 +87,17 @@ def test_the_decode_steps_other_kernels_build_for_the_h200_and_fit_it(built: dic
     # (16 tokens a program, a prefill's 64) or in 2 logits launches and top-k, 2 sums, the
     # step's inputs, the token choice's 2 kernels;
     # the pair plan of a step (one chunk, no slots) and a prefill (chunks counted first, with
-    # slots) and its counts, SiLU·up and the gathered sum of a prefill's MoE
-    assert len(step) == 2 * len(TILES) + 20, sorted(step)
+    # slots) and its counts, SiLU·up and the gathered sum of a prefill's MoE; a prefill's
+    # attention in every tile
+    assert len(step) == 2 * len(TILES) + 20 + len(PREFILL_TILES), sorted(step)
     for kernel, size in step.items():
         assert 0 <= size <= H200_SHARED_PER_BLOCK, (kernel, size)
+
+
+def test_a_prefills_attention_multiplies_on_the_warpgroup_mma(built: dict) -> None:  # type: ignore[type-arg]
+    """A pass's attention is compute-bound (~85 GFLOP a layer for a pass of 7 groups): each
+    of its tiles, 64 queries or more a program, must reach Hopper's warpgroup MMA, whose
+    rate the older mma.sync has only half of."""
+    attention = {k: v for k, v in built["step"].items() if k.startswith("prefill attention")}
+    assert len(attention) == len(PREFILL_TILES)
+    assert all(name.endswith(" wgmma") for name in attention), sorted(attention)

@@ -1,0 +1,115 @@
+"""A prefill pass's attention, one layer at v1's shape, each way the engine can run it, replayed
+from CUDA graphs (mlp_bench.graphed_us):
+
+- ``flash``: K and V gathered out of the pool, then torch's varlen flash attention (FA2), the
+  engine's launch before (PrefillPass.attend);
+- each of prefill_attention.PREFILL_TILES: the Triton kernel reading the pool in place.
+
+    python3 -m bench.prefill_attention_bench [--groups 7] [--out prefill_attention.json]
+
+A pass of 7 groups of 8 pages (2,185 rows each, as the 128-document runs pass them), and the
+same groups with a boundary page's 274 rows as past rows (1,911 new). Prints µs a layer, the
+ratio against flash, TFLOP/s of the causal products, and each way's error against flash
+(relative, over the whole output): bf16 rounding only, ~0.3%; a wrong mask is ~100%."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from pathlib import Path
+
+import torch
+
+from bench.mlp_bench import graphed_us
+from ocr_worker.engines.unlimited_ocr.prefill_attention import (
+    PREFILL_TILE,
+    PREFILL_TILES,
+    PrefillTile,
+    paged_prefill_attention,
+)
+from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
+
+HEADS, DIM = 10, 128  # v1's decoder
+POOL_ROWS = 200_000  # a 24 GB pool's layer: a pass's rows lie anywhere in it
+GROUP_ROWS, PAGE_ROWS = 2185, 274  # an 8-page group's prefill; one page of it
+
+
+def a_pass(groups: int, past: int, device: torch.device):  # type: ignore[no-untyped-def]
+    """(q, k_pool, v_pool, packed, FLOPs): ``groups`` parts of GROUP_ROWS rows each, the first
+    ``past`` of them past rows, scattered over the pool in blocks of 256 rows as the KV
+    workspace hands them out."""
+    g = torch.Generator(device=device).manual_seed(past)
+    k_pool, v_pool = (
+        torch.randn(POOL_ROWS, HEADS, DIM, device=device, dtype=torch.bfloat16, generator=g)
+        for _ in range(2)
+    )
+    blocks = torch.randperm(POOL_ROWS // 256, device=device, generator=g)
+    pool_rows = (blocks[:, None] * 256 + torch.arange(256, device=device)).flatten()
+    new = GROUP_ROWS - past
+    parts, start, flops = [], 0, 0
+    for index in range(groups):
+        rows = pool_rows[index * GROUP_ROWS : (index + 1) * GROUP_ROWS]
+        parts.append(PrefillPart(start, start + new, rows, past))
+        start += new
+        seen = new * past + new * (new + 1) // 2  # keys over all queries, causal
+        flops += 4 * HEADS * DIM * seen
+    q = torch.randn(start, HEADS, DIM, device=device, dtype=torch.bfloat16, generator=g)
+    queries = torch.tensor([0] + [new] * groups).cumsum(0)
+    keys = torch.tensor([0] + [GROUP_ROWS] * groups).cumsum(0)
+    bounds = torch.stack([queries, keys]).to(device=device, dtype=torch.int32)
+    lasts = torch.tensor([p.end - 1 for p in parts], device=device)
+    packed = PrefillPass(
+        parts, torch.cat([p.rows for p in parts]), (bounds[0], bounds[1]), (new, GROUP_ROWS), lasts
+    )
+    return q, k_pool, v_pool, packed, flops
+
+
+def measure(groups: int, past: int, device: torch.device) -> dict[str, float]:
+    q, k_pool, v_pool, packed, flops = a_pass(groups, past, device)
+    flash = functools.partial(packed.attend, q, k_pool, v_pool)
+    expected = flash().float()
+    row = {"flash_us": graphed_us(flash), "gflop": flops / 1e9}
+    for tile in PREFILL_TILES:
+        name = _name(tile)
+        ours = functools.partial(
+            paged_prefill_attention, q, k_pool, v_pool, packed.rows, packed.bounds,
+            packed.longest[0], tile,
+        )  # fmt: skip
+        row[f"{name}_error"] = ((ours().float() - expected).norm() / expected.norm()).item()
+        row[f"{name}_us"] = graphed_us(ours)
+    return row
+
+
+def _name(tile: PrefillTile) -> str:
+    return f"q{tile.queries}_k{tile.keys}_w{tile.warps}_s{tile.stages}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=7)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    report: dict[str, object] = {"device": torch.cuda.get_device_name(), "groups": args.groups}
+    for past in (0, PAGE_ROWS):
+        row = measure(args.groups, past, device)
+        report[f"past_{past}"] = row
+        flash = row["flash_us"]
+        tflops = row["gflop"] / flash / 1e3
+        print(f"{args.groups} groups, {past} past rows each: {row['gflop']:.1f} GFLOP a layer")
+        print(f"  flash (gathers + FA2)     {flash:7.1f} µs  1.00x  {tflops:5.0f} TFLOP/s")
+        for tile in PREFILL_TILES:
+            name = _name(tile)
+            us, error = row[f"{name}_us"], row[f"{name}_error"]
+            mark = " (default)" if tile == PREFILL_TILE else ""
+            print(
+                f"  {name:<24} {us:7.1f} µs  {flash / us:.2f}x  {row['gflop'] / us / 1e3:5.0f} "
+                f"TFLOP/s  error {error:.2%}{mark}"
+            )
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
