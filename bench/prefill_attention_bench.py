@@ -96,7 +96,7 @@ def main() -> None:
         row = measure(args.groups, past, device)
         report[f"past_{past}"] = row
         flash = row["flash_us"]
-        tflops = row["gflop"] / flash / 1e3
+        tflops = row["gflop"] / flash * 1e3  # GFLOP a µs: PFLOP/s
         print(f"{args.groups} groups, {past} past rows each: {row['gflop']:.1f} GFLOP a layer")
         print(f"  flash (gathers + FA2)     {flash:7.1f} µs  1.00x  {tflops:5.0f} TFLOP/s")
         for tile in PREFILL_TILES:
@@ -104,7 +104,7 @@ def main() -> None:
             us, error = row[f"{name}_us"], row[f"{name}_error"]
             mark = " (default)" if tile == PREFILL_TILE else ""
             print(
-                f"  {name:<24} {us:7.1f} µs  {flash / us:.2f}x  {row['gflop'] / us / 1e3:5.0f} "
+                f"  {name:<24} {us:7.1f} µs  {flash / us:.2f}x  {row['gflop'] / us * 1e3:5.0f} "
                 f"TFLOP/s  error {error:.2%}{mark}"
             )
     if args.out:

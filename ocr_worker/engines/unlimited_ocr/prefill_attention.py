@@ -32,15 +32,19 @@ class PrefillTile(NamedTuple):
     stages: int
 
 
-# The tiles bench/prefill_attention_bench.py times (and the sm_90 build test compiles).
+# The tiles bench/prefill_attention_bench.py times (and the sm_90 build test compiles). On an
+# H100 (run B, a pass of 7 groups, one layer): flash 416 µs with its gathers; 128 queries by 64
+# keys in 4 warps 327 µs (1.27x), 300 against flash's 390 with a page of past rows each; the
+# same tile in 8 warps no faster than flash.
 PREFILL_TILES = [
     PrefillTile(64, 64, 4, 3),
     PrefillTile(128, 64, 4, 3),
+    PrefillTile(128, 64, 4, 4),
+    PrefillTile(128, 32, 4, 3),
     PrefillTile(128, 64, 8, 3),
     PrefillTile(128, 128, 8, 2),
-    PrefillTile(128, 128, 8, 3),
 ]
-PREFILL_TILE = PrefillTile(128, 64, 8, 3)
+PREFILL_TILE = PrefillTile(128, 64, 4, 3)
 
 
 @triton.jit
