@@ -33,9 +33,9 @@ class PrefillTile(NamedTuple):
 
 
 # The tiles bench/prefill_attention_bench.py times (and the sm_90 build test compiles). On an
-# H100 (run B, a pass of 7 groups, one layer): flash 416 µs with its gathers; 128 queries by 64
-# keys in 4 warps 327 µs (1.27x), 300 against flash's 390 with a page of past rows each; the
-# same tile in 8 warps no faster than flash.
+# H100 (runs B and C, a pass of 7 groups, one layer): flash 414 µs with its gathers; 128 queries
+# by 64 keys in 4 warps 327 µs (1.27x, 262 TFLOP/s), 307 against flash's 384 with a page of
+# past rows each; four stages the same, 32 keys or 8 warps no faster than flash.
 PREFILL_TILES = [
     PrefillTile(64, 64, 4, 3),
     PrefillTile(128, 64, 4, 3),

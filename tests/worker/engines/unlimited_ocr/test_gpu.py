@@ -128,12 +128,16 @@ def test_overlapped_steps_decode_as_steps_read_one_by_one(model) -> None:  # typ
     """On the card the overlap is real: each step is launched before the host has read the
     tokens it feeds (pinned copies, events). Teacher-forced with the one-by-one run's tokens,
     the model's choices agree at (nearly) every step; a sequence finishing rides along one
-    step in a bigger batch, whose cuBLAS GEMMs may round differently, nothing more."""
+    step in a bigger batch, and a prefill pass packs other parts, whose cuBLAS GEMMs may round
+    differently, nothing more. Measured on an H100 (run C): the same flips on every repeat,
+    with flash attention in the prefill 1 in 300 and none in the others, with the Triton
+    prefill attention 4 in 170 (s3) and none in the others; a wrong row or a stale token
+    agrees on ~0%."""
     one_by_one = _run(model, True, False, fused=True, overlap=False)
     overlapped = _run(model, True, False, forced=one_by_one, fused=True)
     for name, tokens in one_by_one.items():
         agree = sum(a == b for a, b in zip(overlapped[name], tokens, strict=True)) / len(tokens)
-        assert agree >= 0.98, (name, agree)
+        assert agree >= 0.97, (name, agree)
 
 
 @pytest.mark.parametrize("tokens", [1, 16, 128, 2185])  # 2,185: a prefill, pair_plan's table
