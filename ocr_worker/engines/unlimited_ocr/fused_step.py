@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 import torch
 import torch.nn.functional as F
 
@@ -16,6 +17,8 @@ from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_no
 from ocr_worker.engines.unlimited_ocr.prefill_attention import paged_prefill_attention
 from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPass
 from ocr_worker.engines.unlimited_ocr.step_inputs import step_inputs
+
+log = structlog.get_logger(__name__)
 
 # How a prefill runs its MoE layers: "module", transformers' own (its sort, gathers, grouped
 # GEMMs and fp32 weighting); "grouped_mm", the same cutlass grouped GEMMs with our routing and
@@ -133,9 +136,15 @@ class FusedStep:
         """Every part's new rows over its own rows, as ``prefill_attention`` says."""
         if self.prefill_attention == "triton" and q.is_cuda:
             most_queries = packed.longest[0]
-            return paged_prefill_attention(
-                q, k_layer, v_layer, packed.rows, packed.bounds, most_queries
-            )
+            try:
+                return paged_prefill_attention(
+                    q, k_layer, v_layer, packed.rows, packed.bounds, most_queries
+                )
+            except torch.cuda.OutOfMemoryError:  # the kernel is not at fault
+                raise
+            except Exception as error:  # a build or card it does not compile for: flash's
+                log.warning("prefill_attention.disabled", error=str(error)[:300])
+                self.prefill_attention = "flash"
         return packed.attend(q, k_layer, v_layer)
 
     def _norm_after(self, index: int) -> Any:

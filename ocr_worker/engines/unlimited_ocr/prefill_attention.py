@@ -35,7 +35,8 @@ class PrefillTile(NamedTuple):
 # The tiles bench/prefill_attention_bench.py times (and the sm_90 build test compiles). On an
 # H100 (runs B and C, a pass of 7 groups, one layer): flash 414 µs with its gathers; 128 queries
 # by 64 keys in 4 warps 327 µs (1.27x, 262 TFLOP/s), 307 against flash's 384 with a page of
-# past rows each; four stages the same, 32 keys or 8 warps no faster than flash.
+# past rows each; four stages the same, and 128 x 128 in 8 warps; 128 x 64 in 8 warps and
+# 128 x 32 in 4 no faster than flash.
 PREFILL_TILES = [
     PrefillTile(64, 64, 4, 3),
     PrefillTile(128, 64, 4, 3),
@@ -47,7 +48,10 @@ PREFILL_TILES = [
 PREFILL_TILE = PrefillTile(128, 64, 4, 3)
 
 
-@triton.jit
+# One compile a tile: a pass's count of query blocks and where its bounds start in memory
+# (16-byte aligned or not, by the pass's parts) would each make a compile of their own, a
+# second or more of the worker's host, the card waiting, at the first pass of each kind.
+@triton.jit(do_not_specialize=["blocks"], do_not_specialize_on_alignment=["k_bounds_ptr"])
 def _prefill_attention(
     q_ptr,
     k_ptr,
@@ -121,7 +125,8 @@ def _over_keys(
     MASKED: tl.constexpr,
 ):
     """The online softmax over keys [start, end) of the part. A masked tile's keys past
-    ``end`` read pool row 0 (real memory) and count for nothing."""
+    ``end`` read pool row 0 (real memory) and count for nothing: their scores are set to
+    -inf and their values read as zeros, whatever row 0 holds."""
     d = tl.arange(0, DIM)
     for first in range(start, end, BLOCK_N):
         n = first + tl.arange(0, BLOCK_N)
@@ -129,13 +134,16 @@ def _over_keys(
         offsets = row[:, None] * (HEADS * DIM) + d[None, :]
         k = tl.load(k_head + offsets)
         scores = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale_log2
-        if MASKED:
+        if MASKED:  # n < end too: a padded query row past the part's last sees up to end
             seen = (n[None, :] <= m[:, None] + shift) & (n < end)[None, :]
             scores = tl.where(seen, scores, float("-inf"))
         new_best = tl.maximum(best, tl.max(scores, axis=1))
         shrink = tl.math.exp2(best - new_best)
         p = tl.math.exp2(scores - new_best[:, None])
-        v = tl.load(v_head + offsets)
+        if MASKED:
+            v = tl.load(v_head + offsets, mask=(n < end)[:, None], other=0.0)
+        else:
+            v = tl.load(v_head + offsets)
         total = total * shrink + tl.sum(p, axis=1)
         acc = acc * shrink[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         best = new_best
