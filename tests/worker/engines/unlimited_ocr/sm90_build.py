@@ -78,8 +78,10 @@ def compiled(
     kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
 ) -> Any:
     """``kernel`` compiled for sm_90 as launched: ``pointers`` the arguments' types (pointers
-    16-byte aligned, as torch's allocations are), any other argument a plain i32."""
+    16-byte aligned, as torch's allocations are, unless the kernel asks not to specialize on
+    it), any other argument a plain i32."""
     names = kernel.arg_names
+    unaligned = set(kernel.do_not_specialize_on_alignment)
     constants = {n: v for n, v in constants.items() if n in names}  # flags older kernels lack
     signature = {n: "constexpr" if n in constants else pointers.get(n, "i32") for n in names}
     source = ASTSource(
@@ -89,7 +91,7 @@ def compiled(
         attrs={
             (i,): [["tt.divisibility", 16]]
             for i, n in enumerate(names)
-            if pointers.get(n, "").startswith("*")
+            if pointers.get(n, "").startswith("*") and n not in unaligned
         },
     )
     options = {"num_warps": tiles.warps, "num_stages": tiles.stages}

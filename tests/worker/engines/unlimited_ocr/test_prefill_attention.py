@@ -69,9 +69,9 @@ def _pass(shapes: list[tuple[int, int]], seed: int):  # type: ignore[no-untyped-
 def test_each_part_attends_to_its_own_rows_as_sdpa_does(tile: PrefillTile) -> None:
     """Four parts of ragged sizes: one with no past rows (causal over its own), three with past
     rows (a boundary page, seen whole by every new row, then causal); with 14, a block's first
-    query sees 15 keys, one short of a 16-key tile, which must stay masked. A part that saw another's
-    rows, a mask aligned to the wrong corner, or a block's masked tail read as keys changes the
-    rows it touches by far more than the tolerance."""
+    query sees 15 keys, one short of a 16-key tile, which must stay masked. A part that saw
+    another's rows, a mask aligned to the wrong corner, or a block's masked tail read as keys
+    changes the rows it touches by far more than the tolerance."""
     shapes = [(0, 45), (23, 37), (14, 30), (50, 9)]
     q, k_pool, v_pool, parts, rows, bounds, most = _pass(shapes, seed=1)
 
