@@ -42,10 +42,13 @@ if wanted mlp; then
   timeout 300 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
 fi
-if wanted kernels; then  # a prefill pass's RoPE and routing launches, each beside the one before
+if wanted kernels; then  # a prefill pass's RoPE, routing and attention, each beside the one before
   part kernels
   timeout 120 python3 -m bench.pass_kernels_bench --out "$OUTDIR/pass_kernels.json" >"$OUTDIR/pass_kernels.log" 2>&1
   tail -16 "$OUTDIR/pass_kernels.log"
+  timeout 120 python3 -m bench.prefill_attention_bench --out "$OUTDIR/prefill_attention.json" \
+    >"$OUTDIR/prefill_attention.log" 2>&1
+  tail -16 "$OUTDIR/prefill_attention.log"
 fi
 if wanted picks; then  # this card's own experts' tiles and attention plan at 128 sequences, then
   # the goals table with those that beat the defaults by more than 1% (card_picks.py)
