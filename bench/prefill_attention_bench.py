@@ -28,7 +28,7 @@ from ocr_worker.engines.unlimited_ocr.prefill_attention import (
     PrefillTile,
     paged_prefill_attention,
 )
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
+from tests.worker.engines.unlimited_ocr.prefill_passes import packed_pass
 
 HEADS, DIM = 10, 128  # v1's decoder
 POOL_ROWS = 200_000  # a 24 GB pool's layer: a pass's rows lie anywhere in it
@@ -47,21 +47,10 @@ def a_pass(groups: int, past: int, device: torch.device):  # type: ignore[no-unt
     blocks = torch.randperm(POOL_ROWS // 256, device=device, generator=g)
     pool_rows = (blocks[:, None] * 256 + torch.arange(256, device=device)).flatten()
     new = GROUP_ROWS - past
-    parts, start, flops = [], 0, 0
-    for index in range(groups):
-        rows = pool_rows[index * GROUP_ROWS : (index + 1) * GROUP_ROWS]
-        parts.append(PrefillPart(start, start + new, rows, past))
-        start += new
-        seen = new * past + new * (new + 1) // 2  # keys over all queries, causal
-        flops += 4 * HEADS * DIM * seen
-    q = torch.randn(start, HEADS, DIM, device=device, dtype=torch.bfloat16, generator=g)
-    queries = torch.tensor([0] + [new] * groups).cumsum(0)
-    keys = torch.tensor([0] + [GROUP_ROWS] * groups).cumsum(0)
-    bounds = torch.stack([queries, keys]).to(device=device, dtype=torch.int32)
-    lasts = torch.tensor([p.end - 1 for p in parts], device=device)
-    packed = PrefillPass(
-        parts, torch.cat([p.rows for p in parts]), (bounds[0], bounds[1]), (new, GROUP_ROWS), lasts
-    )
+    packed = packed_pass([(past, new)] * groups, pool_rows)
+    q = torch.randn(new * groups, HEADS, DIM, device=device, dtype=torch.bfloat16, generator=g)
+    seen = new * past + new * (new + 1) // 2  # keys over a part's queries, causal
+    flops = 4 * HEADS * DIM * seen * groups
     return q, k_pool, v_pool, packed, flops
 
 

@@ -280,7 +280,7 @@ def _three_groups_pass():  # type: ignore[no-untyped-def]
     """A pass of three groups, as the scheduler packs them: one with no past (causal over its
     own rows), two with past rows (a boundary page, read in full, then causal); and SDPA's
     values part by part: (q, k_pool, v_pool, packed, expected)."""
-    from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
+    from tests.worker.engines.unlimited_ocr.prefill_passes import packed_pass
 
     gen = torch.Generator(device=DEVICE).manual_seed(3)
     k_pool, v_pool = (
@@ -288,22 +288,10 @@ def _three_groups_pass():  # type: ignore[no-untyped-def]
         for _ in range(2)
     )
     pool = torch.randperm(9000, device=DEVICE, generator=gen)
-    shapes = [(0, 1917), (274, 1916), (274, 700)]  # (past rows, new rows) of each part
-    parts, start, taken = [], 0, 0
-    for past, new in shapes:
-        rows = pool[taken : taken + past + new]
-        parts.append(PrefillPart(start, start + new, rows, past))
-        start, taken = start + new, taken + past + new
-    q = torch.randn(start, 10, 128, device=DEVICE, generator=gen, dtype=torch.bfloat16)
-    queries, keys = [new for _, new in shapes], [past + new for past, new in shapes]
-    bounds = torch.tensor(
-        [[0, *torch.tensor(queries).cumsum(0)], [0, *torch.tensor(keys).cumsum(0)]],
-        device=DEVICE,
-        dtype=torch.int32,
-    )
-    lasts = torch.tensor([p.end - 1 for p in parts], device=pool.device)
-    longest = (max(queries), max(keys))
-    packed = PrefillPass(parts, pool[:taken], (bounds[0], bounds[1]), longest, lasts)
+    # (past rows, new rows) of each part
+    packed = packed_pass([(0, 1917), (274, 1916), (274, 700)], pool)
+    parts = packed.parts
+    q = torch.randn(parts[-1].end, 10, 128, device=DEVICE, generator=gen, dtype=torch.bfloat16)
     expected = torch.cat([p.attend(q, k_pool[p.rows], v_pool[p.rows]) for p in parts]).float()
     return q, k_pool, v_pool, packed, expected
 

@@ -18,7 +18,7 @@ from ocr_worker.engines.unlimited_ocr.prefill_attention import (  # noqa: E402
     PrefillTile,
     paged_prefill_attention,
 )
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart  # noqa: E402
+from tests.worker.engines.unlimited_ocr.prefill_passes import packed_pass  # noqa: E402
 
 HEADS, DIM = 10, 32  # v1 has 10 heads (of 128)
 
@@ -42,23 +42,21 @@ def _loop_bounds_read_from_memory(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _pass(shapes: list[tuple[int, int]], seed: int):  # type: ignore[no-untyped-def]
     """Parts as the scheduler packs them, each (past rows, new rows), their rows scattered
-    over a pool: (q, k_pool, v_pool, parts, rows, bounds, most queries)."""
+    over a pool: (q, k_pool, v_pool, packed pass)."""
     g = torch.Generator().manual_seed(seed)
     pool_rows = 2 * sum(past + new for past, new in shapes)
     k_pool, v_pool = (torch.randn(pool_rows, HEADS, DIM, generator=g) for _ in range(2))
-    order = torch.randperm(pool_rows, generator=g)
-    parts, start, taken = [], 0, 0
-    for past, new in shapes:
-        parts.append(PrefillPart(start, start + new, order[taken : taken + past + new], past))
-        start, taken = start + new, taken + past + new
-    q = torch.randn(start, HEADS, DIM, generator=g)
-    queries = [new for _, new in shapes]
-    keys = [past + new for past, new in shapes]
-    bounds = (
-        torch.tensor([0, *torch.tensor(queries).cumsum(0).tolist()], dtype=torch.int32),
-        torch.tensor([0, *torch.tensor(keys).cumsum(0).tolist()], dtype=torch.int32),
+    packed = packed_pass(shapes, torch.randperm(pool_rows, generator=g))
+    q = torch.randn(packed.parts[-1].end, HEADS, DIM, generator=g)
+    return q, k_pool, v_pool, packed
+
+
+def _attend(  # type: ignore[no-untyped-def]
+    q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, packed, tile: PrefillTile
+) -> torch.Tensor:
+    return paged_prefill_attention(
+        q, k_pool, v_pool, packed.rows, packed.bounds, packed.longest[0], tile
     )
-    return q, k_pool, v_pool, parts, order[:taken], bounds, max(queries)
 
 
 @pytest.mark.parametrize(
@@ -73,11 +71,11 @@ def test_each_part_attends_to_its_own_rows_as_sdpa_does(tile: PrefillTile) -> No
     another's rows, a mask aligned to the wrong corner, or a block's masked tail read as keys
     changes the rows it touches by far more than the tolerance."""
     shapes = [(0, 45), (23, 37), (14, 30), (50, 9)]
-    q, k_pool, v_pool, parts, rows, bounds, most = _pass(shapes, seed=1)
+    q, k_pool, v_pool, packed = _pass(shapes, seed=1)
 
-    got = paged_prefill_attention(q, k_pool, v_pool, rows, bounds, most, tile)
+    got = _attend(q, k_pool, v_pool, packed, tile)
 
-    for part in parts:
+    for part in packed.parts:
         expected = part.attend(q, k_pool[part.rows], v_pool[part.rows])
         torch.testing.assert_close(got[part.start : part.end], expected, rtol=1e-4, atol=1e-5)
 
@@ -85,13 +83,13 @@ def test_each_part_attends_to_its_own_rows_as_sdpa_does(tile: PrefillTile) -> No
 def test_a_query_sees_no_later_row_of_its_part() -> None:
     """Changing a part's last key and value leaves every earlier query's output alone, and
     changes the last query's: the causal mask, not the tolerance, keeps them apart."""
-    q, k_pool, v_pool, parts, rows, bounds, most = _pass([(4, 40)], seed=2)
+    q, k_pool, v_pool, packed = _pass([(4, 40)], seed=2)
     tile = PrefillTile(16, 16, 4, 2)
-    before = paged_prefill_attention(q, k_pool, v_pool, rows, bounds, most, tile)
-    last = rows[-1]
+    before = _attend(q, k_pool, v_pool, packed, tile)
+    last = packed.rows[-1]
     k_pool[last], v_pool[last] = k_pool[last] + 3.0, v_pool[last] - 5.0
 
-    after = paged_prefill_attention(q, k_pool, v_pool, rows, bounds, most, tile)
+    after = _attend(q, k_pool, v_pool, packed, tile)
 
     torch.testing.assert_close(after[:-1], before[:-1], rtol=0, atol=0)
     assert (after[-1] - before[-1]).abs().max() > 0.1
