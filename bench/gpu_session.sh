@@ -59,7 +59,7 @@ if wanted picks; then  # this card's own experts' tiles and attention plan at 12
     swap_plan_w4_n128_k64_s4 swap_plan_w8_n64_k64_s4} \
     --out "$OUTDIR/mlp_picks.json" >"$OUTDIR/mlp_picks.log" 2>&1
   # five and six stages: more K and V in flight a program for the H200's bandwidth (its best plan
-  # in run B read at 3.86 TB/s, ~80% of the card's)
+  # in run B read at 3.86 TB/s, ~90% of the 4.3 a copy moves there; the H100's reads all of its 3.0)
   timeout 150 python3 -m bench.attention_bench --batches 128 --targets 2048 4096 8192 \
     --tiles ${PICK_PLANS:-mma_b16_w1_s2 mma_b16_w1_s3 mma_b16_w1_s4 mma_b16_w1_s5 mma_b16_w1_s6 mma_b32_w1_s3 \
     mma_b32_w1_s4 mma_b32_w1_s5} \
