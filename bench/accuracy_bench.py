@@ -18,8 +18,8 @@ from pathlib import Path
 
 from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, SourceDocument, fetch
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
-from ocr_api.core.logging import configure_logging
-from ocr_api.core.settings import Settings
+from uocr_core.logging import configure_logging
+from uocr_core.settings import Settings
 
 
 def overall(results: list[DocumentResult]) -> tuple[float, float]:

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 import triton
 
 from bench.mlp_bench import graphed_us
-from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
 
 LAYERS, HEADS, DIM = 12, 10, 128  # v1's decoder
 BLOCK_ROWS, PAGE_TOKENS, PAGES, WINDOW = 32, 273, 8, 128

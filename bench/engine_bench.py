@@ -24,17 +24,23 @@ import torch
 
 from bench import attention_bench, mlp_bench
 from bench.full_checkpoint import randomize
-from ocr_api.core.page_groups import PageGroupPlanner
-from ocr_api.core.settings import UnlimitedOcrSettings
-from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels, triton_kernels
-from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
-from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
-from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
-from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
-from ocr_worker.engines.unlimited_ocr.sequence import Segment
-from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.kernels import (
+    decode_attention as triton_kernels,
+)
+from ocr_worker.engines.unlimited_ocr.kernels import (
+    moe as moe_kernels,
+)
+from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.runtime.decode_loop import DecodeLoop
+from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment, Scheduler
+from ocr_worker.engines.unlimited_ocr.step import fused_step
+from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import VisualKVWorkspace
+from ocr_worker.engines.unlimited_ocr.workspace.sequence import Segment
 from ocr_worker.stage_clock import clock
+from uocr_core.page_groups import PageGroupPlanner
+from uocr_core.settings import UnlimitedOcrSettings
 
 PAGE_TOKENS, PROMPT_TOKENS = 273, 5  # + BOS = 273 * pages + 6, as in ENGINE_NOTES' baseline
 GB = 1e9

@@ -23,7 +23,7 @@ import torch
 
 from bench import engine_bench
 from bench.engine_bench import Engine, stand_in, sync
-from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
+from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
 
 GB = 1e9
 

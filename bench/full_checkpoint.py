@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
+from ocr_worker.engines.unlimited_ocr.model.manifest import write_manifest
 from tests.worker.engines.unlimited_ocr.tiny_model import CORPUS, LAYOUT_TOKENS, SPECIALS
 
 OFFICIAL_TEXT_FIELDS = (

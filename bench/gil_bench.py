@@ -50,8 +50,8 @@ def page_result(n: int) -> str:
 
 def searchable_pdf() -> bytes:
     """The searchable PDF of samples/sample.pdf (3 scanned pages) with a text layer."""
-    from ocr_api.core.contracts import Block, PageResult
-    from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
+    from ocr_worker.outputs.searchable_pdf import SourcePage, build_searchable_pdf
+    from uocr_core.contracts import Block, PageResult
 
     data = SAMPLE.read_bytes()
     block = Block(label="text", bbox=(100, 100, 900, 140), text="Revenue grew in every quarter")

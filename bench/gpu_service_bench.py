@@ -62,9 +62,9 @@ def _render(args: tuple[bytes, int, int | None]) -> list:  # type: ignore[type-a
 
     import pymupdf
 
-    from ocr_api.core.storage import LocalObjectStore
     from ocr_worker.engines.base import PageImage
     from ocr_worker.imaging import PageRasterizer
+    from uocr_core.storage import LocalObjectStore
 
     pdf, dpi, long_side = args
     with tempfile.TemporaryDirectory() as folder:
@@ -89,9 +89,9 @@ def render_all(documents: list[bytes], dpi: int, long_side: int | None) -> list[
 def bare(engine, settings, rendered: list[list], documents: int, concurrency: int) -> dict:  # type: ignore[no-untyped-def,type-arg]
     """Pages/s and tokens/s of the engine class alone: ``concurrency`` threads, each running
     one document's groups in order (as the worker's threads do), ``documents`` in all."""
-    from ocr_api.core.page_groups import PageGroupPlanner
     from ocr_worker.engines.base import PageGroupInput
     from ocr_worker.stage_clock import clock
+    from uocr_core.page_groups import PageGroupPlanner
 
     planner = PageGroupPlanner(size=settings.page_group_size, overlap=settings.page_group_overlap)
 
@@ -526,7 +526,7 @@ def main() -> None:
     if args.render_ahead is not None:
         os.environ["UOCR_WORKER__RENDER_AHEAD_GROUPS"] = str(args.render_ahead)
         side += f"_ahead_{args.render_ahead}"
-    from ocr_api.core.settings import load_settings
+    from uocr_core.settings import load_settings
 
     most = max(args.concurrency)
     distinct = make_documents(min(most, args.distinct), args.pages)
@@ -537,7 +537,7 @@ def main() -> None:
     report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
     report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
     if "bare" in args.sides:
-        from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
+        from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
 
         os.environ["UOCR_MAX_CONCURRENCY"] = str(most)  # fewer threads bound the smaller runs
         settings = load_settings()

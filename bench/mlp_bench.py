@@ -21,8 +21,9 @@ from typing import Any
 import torch
 from triton.runtime.errors import OutOfResources
 
-from ocr_worker.engines.unlimited_ocr import moe_kernels, routing_kernels
-from ocr_worker.engines.unlimited_ocr.fused_mlp import MOE_MERGES, fused_mlp
+from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
+from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
+from ocr_worker.engines.unlimited_ocr.step.fused_mlp import MOE_MERGES, fused_mlp
 
 Tiles = moe_kernels.Tiles
 VARIANTS: dict[str, Tiles | None] = {

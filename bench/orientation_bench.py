@@ -19,9 +19,9 @@ from pathlib import Path
 
 from bench.accuracy.corpus import CI_DOCUMENTS, fetch
 from bench.accuracy.runner import run_uocr, scan
-from ocr_api.core.logging import configure_logging
-from ocr_api.core.settings import load_settings
 from ocr_worker.accuracy.scoring import PageScore, document_cer, score_page
+from uocr_core.logging import configure_logging
+from uocr_core.settings import load_settings
 
 
 def main() -> None:

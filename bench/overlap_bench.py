@@ -50,8 +50,12 @@ import torch
 
 from bench import engine_bench
 from bench.engine_bench import Engine, free_running_guard, stand_in, sync
-from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, free_segments
-from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
+from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
+from ocr_worker.engines.unlimited_ocr.runtime.scheduler import (
+    DecodeRequest,
+    NewSegment,
+    free_segments,
+)
 
 PAGES = 8  # a page group
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from bench.mlp_bench import graphed_us
-from ocr_worker.engines.unlimited_ocr import routing_kernels
-from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
 
 HIDDEN, HEADS, DIM, EXPERTS, TOP_K = 1280, 10, 128, 64, 6  # v1's decoder
 POOL_ROWS = 200_000  # the rows written land anywhere in a 24 GB pool's layer

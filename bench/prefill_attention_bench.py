@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from bench.mlp_bench import graphed_us
-from ocr_worker.engines.unlimited_ocr.prefill_attention import (
+from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import (
     PREFILL_TILE,
     PREFILL_TILES,
     PrefillTile,

@@ -31,14 +31,14 @@ import httpx
 import redis
 from celery import Celery
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.settings import Settings, load_settings
-from ocr_api.core.storage import S3ObjectStore
-from ocr_api.core.tenants import create_key
 from tests.e2e.own_services import OwnPostgres, OwnRedis
 from tests.e2e.processes import Process, api_server, celery_worker, free_port, wait_http, wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.celery_app import make_celery
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.settings import Settings, load_settings
+from uocr_core.storage import S3ObjectStore
+from uocr_core.tenants import create_key
 
 OCR_WORKER = "ocr-bench@recovery"
 FAULTS = ("redis_restart", "postgres_outage", "dead_before_claim", "worker_killed")

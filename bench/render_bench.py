@@ -16,9 +16,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ocr_api.core.storage import LocalObjectStore
 from ocr_worker.imaging import PageRasterizer
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.storage import LocalObjectStore
 
 _RASTERIZER: list[PageRasterizer] = []
 

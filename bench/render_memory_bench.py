@@ -21,10 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 
-from ocr_api.core.settings import get_settings
-from ocr_api.core.storage import S3ObjectStore
 from ocr_worker.imaging import PageRenderError, ProcessRasterizer
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.settings import get_settings
+from uocr_core.storage import S3ObjectStore
 
 GROUP = 8
 

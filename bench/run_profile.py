@@ -30,7 +30,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from bench import engine_bench
 from bench.engine_bench import Engine, sync
 from bench.step_profile import kernel_table
-from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
+from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
 
 GAP_BUCKETS_US = (10, 100, 1000)  # idle gaps shorter than each, then the rest
 

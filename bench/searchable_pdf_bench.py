@@ -12,12 +12,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ocr_api.core.storage import LocalObjectStore
 from ocr_worker.engines.base import PageImage
 from ocr_worker.engines.rapidocr import RapidOcrEngine
 from ocr_worker.imaging import PageRasterizer
-from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
+from ocr_worker.outputs.searchable_pdf import SourcePage, build_searchable_pdf
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.storage import LocalObjectStore
 
 
 def main() -> None:

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import httpx
 
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.settings import load_settings
-from ocr_api.core.storage import LocalObjectStore, S3ObjectStore
-from ocr_api.core.tenants import create_key
 from ocr_worker.engines.base import PageImage
 from ocr_worker.engines.rapidocr import RapidOcrEngine
 from ocr_worker.imaging import PageRasterizer
 from tests.conftest import TEST_SETTINGS_ENV, create_database, drop_database
 from tests.e2e.processes import api_server, celery_worker, free_port, wait_http, wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.settings import load_settings
+from uocr_core.storage import LocalObjectStore, S3ObjectStore
+from uocr_core.tenants import create_key
 
 
 def bare_rapidocr(pdf: bytes, pages: int, dpi: int) -> float:

@@ -27,18 +27,18 @@ import numpy as np
 import psutil
 import pymupdf
 
-from ocr_api.core import audit
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.migrate import upgrade
-from ocr_api.core.settings import load_settings
-from ocr_api.core.storage import LocalObjectStore
-from ocr_api.core.tenants import create_key
-from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.base import PageImage
 from ocr_worker.engines.rapidocr import RapidOcrEngine
 from ocr_worker.pipeline import PageGroupPipeline
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core import audit
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.jobs.service import JobOptions, UploadedFile, submit_job
+from uocr_core.migrate import upgrade
+from uocr_core.settings import load_settings
+from uocr_core.storage import LocalObjectStore
+from uocr_core.tenants import create_key
 
 MB = 1024 * 1024
 DISTINCT_DOCUMENTS = 4  # cycled, so no cache can answer from the last identical input

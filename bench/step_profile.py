@@ -27,10 +27,10 @@ from torch.profiler import ProfilerActivity, profile
 
 from bench.engine_bench import Engine, build_model, sync
 from bench.mlp_bench import replayed_us
-from ocr_worker.engines.unlimited_ocr import fused_mlp, fused_step
-from ocr_worker.engines.unlimited_ocr.preprocess import page_tensor
-from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
-from ocr_worker.engines.unlimited_ocr.triton_kernels import card_name
+from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
+from ocr_worker.engines.unlimited_ocr.model.preprocess import page_tensor
+from ocr_worker.engines.unlimited_ocr.model.sam_attention import use_fused_rel_pos
+from ocr_worker.engines.unlimited_ocr.step import fused_mlp, fused_step
 
 FAMILIES = (  # first match wins; names as cuBLAS, cuDNN, CUTLASS, Triton and ATen spell them
     ("mlp kernels (ours)", r"^_(route_rows|router_logits|top_k|gate_up|down|combine)$"),
@@ -89,7 +89,7 @@ def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ign
     engine.step_ms(batch, args.pages, 3)
     scheduler = engine.scheduler
     from bench.engine_bench import distinct_pages, free_running_guard, stand_in
-    from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
+    from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment
 
     hidden = model.config.text_config.hidden_size
     for i in range(batch):
@@ -133,7 +133,7 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
     running sequence waits for it. Also three groups in one pass, as the engine's scheduler
     admits the groups that arrive together (up to prefill_max_rows)."""
     from bench.engine_bench import free_running_guard, stand_in
-    from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment
+    from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment
 
     options = SimpleNamespace(
         workspace_gb=4.0,

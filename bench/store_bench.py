@@ -17,10 +17,10 @@ import time
 import uuid
 from types import SimpleNamespace
 
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.settings import S3Settings
-from ocr_api.core.storage import S3ObjectStore
-from ocr_worker import assembly
+from ocr_worker.outputs import assembly
+from uocr_core.contracts import PageResult
+from uocr_core.settings import S3Settings
+from uocr_core.storage import S3ObjectStore
 
 
 def _result(page: int) -> PageResult:

@@ -33,9 +33,10 @@ from pathlib import Path
 
 from bench import attention_bench, engine_bench, mlp_bench
 from bench.engine_bench import Engine
-from ocr_worker.engines.unlimited_ocr import fused_step, moe_kernels
-from ocr_worker.engines.unlimited_ocr import triton_kernels as attention
-from ocr_worker.engines.unlimited_ocr.cuda_graphs import CudaGraphSteps
+from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as attention
+from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
+from ocr_worker.engines.unlimited_ocr.step import fused_step
+from ocr_worker.engines.unlimited_ocr.step.cuda_graphs import CudaGraphSteps
 
 Plans = tuple[attention.AttentionPlan, ...]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from ocr_api.core import models  # noqa: F401 - registers the tables on Base.metadata
-from ocr_api.core.db import Base
-from ocr_api.core.settings import get_settings
+from uocr_core import models  # noqa: F401 - registers the tables on Base.metadata
+from uocr_core.db import Base
+from uocr_core.settings import get_settings
 
 config = context.config
 url = config.attributes.get("database_url") or get_settings().database.url

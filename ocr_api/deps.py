@@ -11,16 +11,16 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core.audit import Actor
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.db import make_engine, make_session_factory
-from ocr_api.core.dispatch import CeleryDispatcher
-from ocr_api.core.errors import Unauthorized
-from ocr_api.core.models import Tenant
-from ocr_api.core.settings import Settings
-from ocr_api.core.storage import ObjectStore, make_object_store
-from ocr_api.core.tenants import KeyHolder, authenticate
 from ocr_api.web.request_id import request_id_of
+from uocr_core.audit import Actor
+from uocr_core.celery_app import make_celery
+from uocr_core.db import make_engine, make_session_factory
+from uocr_core.dispatch import CeleryDispatcher
+from uocr_core.errors import Unauthorized
+from uocr_core.models import Tenant
+from uocr_core.settings import Settings
+from uocr_core.storage import ObjectStore, make_object_store
+from uocr_core.tenants import KeyHolder, authenticate
 
 
 @dataclass

@@ -13,8 +13,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from ocr_api.batches.router import router as batches_router
 from ocr_api.console.console_files import ConsoleFiles
-from ocr_api.core.logging import configure_logging
-from ocr_api.core.settings import Settings, get_settings
 from ocr_api.deps import AppState
 from ocr_api.health.router import router as health_router
 from ocr_api.jobs.page_image_router import router as page_image_router
@@ -29,6 +27,8 @@ from ocr_api.web.openapi import install_openapi
 from ocr_api.web.problems import install_problem_handlers
 from ocr_api.web.request_id import HEADER as REQUEST_ID_HEADER
 from ocr_api.web.request_id import RequestIdMiddleware
+from uocr_core.logging import configure_logging
+from uocr_core.settings import Settings, get_settings
 
 # Headers a browser client on an allowed origin may read from an answer.
 _EXPOSED_HEADERS = [

@@ -14,11 +14,11 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
 
-from ocr_api.core.contracts import OCR_QUEUES, QUEUE_CONTROL
-from ocr_api.core.db import utcnow
-from ocr_api.core.job_lifecycle import CANCELED, FAILED, QUEUED, RUNNING, SUCCEEDED
-from ocr_api.core.models import Job, Page
 from ocr_api.deps import AppState
+from uocr_core.contracts import OCR_QUEUES, QUEUE_CONTROL
+from uocr_core.db import utcnow
+from uocr_core.job_lifecycle import CANCELED, FAILED, QUEUED, RUNNING, SUCCEEDED
+from uocr_core.models import Job, Page
 
 LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 JOB_STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELED)

@@ -16,15 +16,15 @@ from prometheus_client.registry import Collector
 from sqlalchemy import String, case, cast, func, select
 from sqlalchemy.orm import Session
 
-from ocr_api.core import model_versions
-from ocr_api.core.contracts import ocr_queues
-from ocr_api.core.db import utcnow
-from ocr_api.core.job_lifecycle import UNFINISHED
-from ocr_api.core.models import Job, Page
 from ocr_api.deps import AppState
 from ocr_api.metrics import LATENCY_BUCKETS, RATE_WINDOW
+from uocr_core import model_versions
+from uocr_core.contracts import ocr_queues
+from uocr_core.db import utcnow
+from uocr_core.job_lifecycle import UNFINISHED
+from uocr_core.models import Job, Page
 
-# The GPU engine's page flags (ocr_worker/engines/unlimited_ocr/page_guard.py: BUDGET_FLAG,
+# The GPU engine's page flags (ocr_worker/engines/unlimited_ocr/output/page_guard.py: BUDGET_FLAG,
 # LOOP_FLAG; the API does not import the worker, a test keeps the names equal).
 PAGE_FLAGS = ("token_budget_exhausted", "repetition_loop")
 PAGE_OUTCOMES = ("succeeded", "failed")

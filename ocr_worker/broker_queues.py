@@ -13,7 +13,7 @@ from typing import Protocol
 
 import redis
 
-from ocr_api.core.contracts import OCR_QUEUES
+from uocr_core.contracts import OCR_QUEUES
 
 _CHUNK = 500
 

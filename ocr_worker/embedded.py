@@ -12,18 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ocr_api.core import audit, model_versions, object_keys
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.migrate import upgrade
-from ocr_api.core.models import Job
-from ocr_api.core.settings import Settings
-from ocr_api.core.storage import LocalObjectStore, ObjectNotFound
-from ocr_api.core.tenants import create_key
-from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.engines.base import OcrEngine, PageGroupInput
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
+from uocr_core import audit, model_versions, object_keys
+from uocr_core.contracts import PageResult
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.jobs.service import JobOptions, UploadedFile, submit_job
+from uocr_core.migrate import upgrade
+from uocr_core.models import Job
+from uocr_core.settings import Settings
+from uocr_core.storage import LocalObjectStore, ObjectNotFound
+from uocr_core.tenants import create_key
 
 OUTPUT_FORMATS = ("json", "markdown", "jsonl", "pdf", "hocr")  # named as in the bucket
 

@@ -22,10 +22,10 @@ import pymupdf
 import structlog
 from PIL import Image
 
-from ocr_api.core.logging import configure_logging
-from ocr_api.core.mupdf_messages import keep_mupdf_quiet, log_mupdf_messages
-from ocr_api.core.settings import S3Settings
-from ocr_api.core.storage import ObjectStore, make_object_store
+from uocr_core.logging import configure_logging
+from uocr_core.mupdf_messages import keep_mupdf_quiet, log_mupdf_messages
+from uocr_core.settings import S3Settings
+from uocr_core.storage import ObjectStore, make_object_store
 
 T = TypeVar("T")
 

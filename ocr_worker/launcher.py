@@ -14,12 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from ocr_api.core.contracts import (
-    DEFAULT_MODEL_VERSION,
-    OCR_QUEUES,
-    QUEUE_CONTROL,
-    versioned_queue,
-)
+from uocr_core.contracts import DEFAULT_MODEL_VERSION, OCR_QUEUES, QUEUE_CONTROL, versioned_queue
 
 # Our app and its tasks; --quiet: no banner printed around the JSON log lines.
 CELERY_ARGV = [sys.executable, "-m", "celery", "-A", "ocr_worker.tasks", "--quiet"]

@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry, start_http_server, values
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
-from ocr_api.core.settings import Settings
 from ocr_worker.gpu_metrics import GpuCollector
+from uocr_core.settings import Settings
 
 log = structlog.get_logger(__name__)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

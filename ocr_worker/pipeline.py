@@ -19,16 +19,6 @@ import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core import job_lifecycle, object_keys
-from ocr_api.core.contracts import DEFAULT_MODEL_VERSION, PageResult
-from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.dispatch import Dispatcher, queue_group
-from ocr_api.core.models import Job, Page, PageGroup
-from ocr_api.core.settings import Settings
-from ocr_api.core.storage import ObjectStore
-from ocr_api.core.transient import is_transient
-from ocr_api.webhooks.events import record_job_finished
-from ocr_worker import assembly
 from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
 from ocr_worker.imaging import (
     PageRasterizer,
@@ -37,10 +27,20 @@ from ocr_worker.imaging import (
     RenderedPage,
     render_many,
 )
-from ocr_worker.lease import LeaseKeeper, new_lease_token, release_claim
-from ocr_worker.searchable_pdf import build_in_render_process
+from ocr_worker.outputs import assembly
+from ocr_worker.outputs.searchable_pdf import build_in_render_process
 from ocr_worker.stage_clock import clock
+from ocr_worker.stages.lease import LeaseKeeper, new_lease_token, release_claim
 from ocr_worker.worker_metrics import WorkerMetrics
+from uocr_core import job_lifecycle, object_keys
+from uocr_core.contracts import DEFAULT_MODEL_VERSION, PageResult
+from uocr_core.db import transaction, utcnow
+from uocr_core.dispatch import Dispatcher, queue_group
+from uocr_core.models import Job, Page, PageGroup
+from uocr_core.settings import Settings
+from uocr_core.storage import ObjectStore
+from uocr_core.transient import is_transient
+from uocr_core.webhooks.events import record_job_finished
 
 log = structlog.get_logger(__name__)
 

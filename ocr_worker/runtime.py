@@ -12,16 +12,16 @@ import httpx
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core.contracts import DEFAULT_MODEL_VERSION
-from ocr_api.core.db import make_engine, make_session_factory
-from ocr_api.core.dispatch import CeleryDispatcher, Dispatcher
-from ocr_api.core.settings import Settings
-from ocr_api.core.storage import ObjectStore, make_object_store
 from ocr_worker.engines.base import OcrEngine
 from ocr_worker.engines.engine_process import stop_worker
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
 from ocr_worker.worker_metrics import WorkerMetrics
+from uocr_core.contracts import DEFAULT_MODEL_VERSION
+from uocr_core.db import make_engine, make_session_factory
+from uocr_core.dispatch import CeleryDispatcher, Dispatcher
+from uocr_core.settings import Settings
+from uocr_core.storage import ObjectStore, make_object_store
 
 
 @dataclass

@@ -9,10 +9,10 @@ import os
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
-from ocr_api.core import audit
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.redaction import redacted_settings
-from ocr_api.core.settings import Settings
+from uocr_core import audit
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.redaction import redacted_settings
+from uocr_core.settings import Settings
 
 log = structlog.get_logger(__name__)
 

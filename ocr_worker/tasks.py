@@ -14,10 +14,19 @@ from celery import Task, signals
 from celery.apps import worker as celery_worker_program
 from celery.exceptions import SoftTimeLimitExceeded
 
-from ocr_api.batches.completion import finish_settled_batches
-from ocr_api.core import model_versions
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import (
+from ocr_worker import metrics_server
+from ocr_worker.broker_queues import RedisWaitingTasks
+from ocr_worker.heap import return_freed_buffers
+from ocr_worker.runtime import WorkerRuntime
+from ocr_worker.startup_record import record_worker_start
+from ocr_worker.upkeep.orphans import sweep_orphan_objects
+from ocr_worker.upkeep.reconciler import Reconciler
+from ocr_worker.upkeep.recovery import recover_stale_groups
+from ocr_worker.upkeep.retention import purge_expired_results
+from uocr_core import model_versions
+from uocr_core.batches.completion import finish_settled_batches
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import (
     TASK_ADMIT,
     TASK_DELIVER_WEBHOOK,
     TASK_PAGE_GROUP,
@@ -25,20 +34,11 @@ from ocr_api.core.contracts import (
     TASK_RECOVER,
     TASK_SWEEP_ORPHANS,
 )
-from ocr_api.core.logging import configure_logging
-from ocr_api.core.settings import get_settings
-from ocr_api.core.transient import TRANSIENT_ERRORS
-from ocr_api.jobs import admission_service
-from ocr_api.webhooks.sender import attempt_delivery
-from ocr_worker import metrics_server
-from ocr_worker.broker_queues import RedisWaitingTasks
-from ocr_worker.heap import return_freed_buffers
-from ocr_worker.orphans import sweep_orphan_objects
-from ocr_worker.reconciler import Reconciler
-from ocr_worker.recovery import recover_stale_groups
-from ocr_worker.retention import purge_expired_results
-from ocr_worker.runtime import WorkerRuntime
-from ocr_worker.startup_record import record_worker_start
+from uocr_core.jobs import admission_service
+from uocr_core.logging import configure_logging
+from uocr_core.settings import get_settings
+from uocr_core.transient import TRANSIENT_ERRORS
+from uocr_core.webhooks.sender import attempt_delivery
 
 deployment = get_settings()
 # This worker serves one model version: its queues, its engine (uocr worker --model-version).

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ocr_api.core.contracts import PageResult
+from uocr_core.contracts import PageResult
 
 RENDER_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60)
 

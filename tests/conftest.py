@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.migrate import upgrade
-from ocr_api.core.settings import Settings, load_settings
-from ocr_api.core.storage import S3ObjectStore
-from ocr_api.core.tenants import CreatedKey, create_key
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.migrate import upgrade
+from uocr_core.settings import Settings, load_settings
+from uocr_core.storage import S3ObjectStore
+from uocr_core.tenants import CreatedKey, create_key
 
 # Without a GPU our Triton kernels run in Triton's interpreter (test_triton_kernels.py). The
 # switch is read when triton is first imported, and torch or transformers may import it before

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_api.core.clamd import ClamdAddress, ClamdClient
 from tests.e2e.processes import free_port, wait_until
+from uocr_core.clamd import ClamdAddress, ClamdClient
 
 SIGNATURE = "Uocr-Test.EICAR"
 REPORTED_SIGNATURE = f"{SIGNATURE}.UNOFFICIAL"

@@ -1,5 +1,6 @@
-"""The ``uocr`` command: the one place that wires the API and the workers together.
+"""The ``uocr`` command: the one place that wires the packages together.
 
-``ocr_api`` and ``ocr_worker`` never import this package; it imports both, each command only
-what it runs (the API never loads torch, ``uocr --help`` loads neither).
+``uocr_core``, ``ocr_api`` and ``ocr_worker`` never import this package. It imports the core
+and the worker, each command only what it runs (``uocr --help`` loads neither torch nor
+FastAPI), and starts the API by its app factory's name (``ocr_api.main:create_app``).
 """

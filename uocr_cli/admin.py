@@ -12,7 +12,7 @@ from uocr_cli.durations import parse_duration
 from uocr_cli.errors import CliError
 
 if TYPE_CHECKING:
-    from ocr_api.core.tenants import KeyInfo
+    from uocr_core.tenants import KeyInfo
 
 
 @click.group()
@@ -23,8 +23,8 @@ def db() -> None:
 @db.command()
 def upgrade() -> None:
     """Apply the Alembic migrations."""
-    from ocr_api.core.migrate import upgrade as apply
-    from ocr_api.core.settings import get_settings
+    from uocr_core.migrate import upgrade as apply
+    from uocr_core.settings import get_settings
 
     apply(get_settings().database.url)
     click.echo("database at head")
@@ -38,8 +38,8 @@ def storage() -> None:
 @storage.command("init")
 def storage_init() -> None:
     """Create the bucket if it does not exist."""
-    from ocr_api.core.settings import get_settings
-    from ocr_api.core.storage import S3ObjectStore
+    from uocr_core.settings import get_settings
+    from uocr_core.storage import S3ObjectStore
 
     S3ObjectStore(get_settings().s3).ensure_bucket()
     click.echo("bucket ready")
@@ -55,8 +55,8 @@ def keys() -> None:
 @click.option("--expires-in", default=None, help="Lifetime, like 90d or 12h (default: never).")
 def keys_create(tenant: str, expires_in: str | None) -> None:
     """Create an API key (shown once; stored hashed)."""
-    from ocr_api.core.db import transaction
-    from ocr_api.core.tenants import create_key
+    from uocr_core.db import transaction
+    from uocr_core.tenants import create_key
 
     lifetime = None if expires_in is None else parse_duration(expires_in, option="--expires-in")
     with transaction(sessions()) as session:
@@ -71,7 +71,7 @@ def keys_create(tenant: str, expires_in: str | None) -> None:
 @click.option("--tenant", default=None, help="Only this tenant's keys.")
 def keys_list(tenant: str | None) -> None:
     """List keys by prefix (the keys themselves are not stored), with their expiry."""
-    from ocr_api.core.tenants import list_keys
+    from uocr_core.tenants import list_keys
 
     with sessions()() as session:
         for key in list_keys(session, tenant_name=tenant):
@@ -83,9 +83,9 @@ def keys_list(tenant: str | None) -> None:
 @click.argument("prefix")
 def keys_revoke(prefix: str) -> None:
     """Revoke the key starting with PREFIX (its first 12 characters, as `keys list` shows)."""
-    from ocr_api.core.db import transaction
-    from ocr_api.core.errors import NotFound
-    from ocr_api.core.tenants import revoke_key
+    from uocr_core.db import transaction
+    from uocr_core.errors import NotFound
+    from uocr_core.tenants import revoke_key
 
     try:
         with transaction(sessions()) as session:
@@ -103,9 +103,9 @@ def keys_revoke(prefix: str) -> None:
 @click.option("--expires-in", default=None, help="The new key's lifetime (default: the old key's).")
 def keys_rotate(prefix: str, overlap: str, expires_in: str | None) -> None:
     """Issue a new key for PREFIX's tenant; the old key works until the overlap ends."""
-    from ocr_api.core.db import transaction
-    from ocr_api.core.errors import Conflict, NotFound
-    from ocr_api.core.tenants import rotate_key
+    from uocr_core.db import transaction
+    from uocr_core.errors import Conflict, NotFound
+    from uocr_core.tenants import rotate_key
 
     lifetime = None if expires_in is None else parse_duration(expires_in, option="--expires-in")
     window = parse_duration(overlap, option="--overlap")
@@ -120,7 +120,7 @@ def keys_rotate(prefix: str, overlap: str, expires_in: str | None) -> None:
 
 
 def _state(key: KeyInfo) -> str:
-    from ocr_api.core.db import utcnow
+    from uocr_core.db import utcnow
 
     if key.revoked_at:
         return f"revoked {_moment(key.revoked_at)}"
@@ -137,7 +137,7 @@ def _moment(moment: datetime | None) -> str:
 
 def sessions():  # type: ignore[no-untyped-def]
     """Sessions on the configured database (errors reaching it are the group's to explain)."""
-    from ocr_api.core.db import make_engine, make_session_factory
-    from ocr_api.core.settings import get_settings
+    from uocr_core.db import make_engine, make_session_factory
+    from uocr_core.settings import get_settings
 
     return make_session_factory(make_engine(get_settings().database))

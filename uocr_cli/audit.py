@@ -24,7 +24,7 @@ def audit(
 ) -> None:
     """The newest audit events, oldest first: keys, submits, cancels, deletes, downloads,
     webhook resends, worker starts."""
-    from ocr_api.core.audit import AuditFilter, events
+    from uocr_core.audit import AuditFilter, events
 
     with sessions()() as session:
         query = AuditFilter(
@@ -41,7 +41,7 @@ def audit(
 def _tenant_id(session: Any, name: str | None) -> str | None:
     from sqlalchemy import select
 
-    from ocr_api.core.models import Tenant
+    from uocr_core.models import Tenant
 
     if name is None:
         return None
@@ -52,7 +52,7 @@ def _tenant_id(session: Any, name: str | None) -> str | None:
 
 
 def _action(name: str | None) -> str | None:
-    from ocr_api.core.audit import Action
+    from uocr_core.audit import Action
 
     known = [action.value for action in Action]
     if name is not None and name not in known:

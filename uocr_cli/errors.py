@@ -48,7 +48,7 @@ def broker_unreachable(url: str, error: BaseException) -> str:
 
 def describe_failure(error: Exception) -> str:
     """One line for an exception that escaped a command."""
-    from ocr_api.core.settings import SettingsError, get_settings
+    from uocr_core.settings import SettingsError, get_settings
 
     if isinstance(error, SettingsError):
         return str(error)
@@ -99,7 +99,7 @@ def _broker(error: Exception, settings: Any) -> str | None:
 def _object_store(error: Exception, settings: Any) -> str | None:
     from botocore import exceptions
 
-    from ocr_api.core.storage import StorageUnavailable
+    from uocr_core.storage import StorageUnavailable
 
     if isinstance(error, StorageUnavailable) and isinstance(error.__cause__, Exception):
         error = error.__cause__  # botocore's own error says what failed

@@ -63,9 +63,9 @@ def eval_command(
     Each document goes through the worker's own pipeline (rendering at worker.render_dpi, the
     version's engine, assembly) on this machine, with no servers.
     """
-    from ocr_api.core.logging import configure_logging
-    from ocr_api.core.settings import get_settings
     from ocr_worker.accuracy.gate import compare
+    from uocr_core.logging import configure_logging
+    from uocr_core.settings import get_settings
 
     configure_logging("warning")
     labelled = _load(dataset)
@@ -89,7 +89,7 @@ def finish(verdict: GateVerdict, a: VersionRun, b: VersionRun) -> None:
 
 
 def _require_known(settings: Any, versions: tuple[str, str]) -> None:
-    from ocr_api.core.model_versions import version
+    from uocr_core.model_versions import version
 
     for name in versions:
         try:

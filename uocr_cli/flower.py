@@ -9,8 +9,8 @@ from typing import Any
 
 import structlog
 
-from ocr_api.core.settings import Settings
 from uocr_cli.errors import CliError
+from uocr_core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def run_flower(options: FlowerOptions, settings: Settings) -> int:
     """Run Flower until it stops; returns its exit code."""
     from celery.bin.celery import celery
 
-    from ocr_api.core.logging import configure_logging
+    from uocr_core.logging import configure_logging
 
     configure_logging(settings.log_level)  # before tornado: it then adds no text handler
     import ocr_worker.tasks  # noqa: F401 - the app celery loads; a failure is ours to tell

@@ -11,7 +11,7 @@ import click
 from uocr_cli.errors import CliError
 
 if TYPE_CHECKING:
-    from ocr_api.core.settings import Settings
+    from uocr_core.settings import Settings
 
 T = TypeVar("T")
 
@@ -25,7 +25,7 @@ def model() -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def model_manifest(path: Path) -> None:
     """Record the sha256 of every weight, config and tokenizer file in PATH."""
-    from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
+    from ocr_worker.engines.unlimited_ocr.model.manifest import write_manifest
 
     click.echo(f"wrote {_manifest_step(write_manifest, path)}")
 
@@ -34,14 +34,14 @@ def model_manifest(path: Path) -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def model_verify(path: Path) -> None:
     """Check PATH against its manifest; refuses a partial or corrupt download."""
-    from ocr_worker.engines.unlimited_ocr.manifest import verify_manifest
+    from ocr_worker.engines.unlimited_ocr.model.manifest import verify_manifest
 
     click.echo(f"{_manifest_step(verify_manifest, path)} files verified")
 
 
 def _manifest_step(step: Callable[[Path], T], path: Path) -> T:
     """Run a manifest step; its error becomes the command's message, naming the file."""
-    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError
+    from ocr_worker.engines.unlimited_ocr.model.manifest import ManifestError
 
     try:
         return step(path)
@@ -52,8 +52,8 @@ def _manifest_step(step: Callable[[Path], T], path: Path) -> T:
 def check_served_version(settings: Settings, name: str) -> None:
     """Refuse to start a worker for an unknown version, or on weights its manifest pin does not
     match (one line naming the version and the file)."""
-    from ocr_api.core import model_versions
-    from ocr_worker.engines.unlimited_ocr.manifest import ManifestError, check_pinned_manifest
+    from ocr_worker.engines.unlimited_ocr.model.manifest import ManifestError, check_pinned_manifest
+    from uocr_core import model_versions
 
     try:
         chosen = model_versions.version(settings, name)

@@ -3,8 +3,8 @@ database or broker should say so once and exit, not start and fail every request
 
 from __future__ import annotations
 
-from ocr_api.core.settings import Settings
 from uocr_cli.errors import CliError, broker_unreachable, database_unreachable, redact
+from uocr_core.settings import Settings
 
 CONNECT_TIMEOUT_SECONDS = 5
 
@@ -13,7 +13,7 @@ def require_database(settings: Settings) -> None:
     """The database answers and is migrated to this code's head."""
     from sqlalchemy import exc
 
-    from ocr_api.core.migrate import schema_state
+    from uocr_core.migrate import schema_state
 
     url = settings.database.url
     try:

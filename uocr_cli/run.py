@@ -19,10 +19,10 @@ from uocr_cli.progress import progress_bar
 def run(file: Path, out_dir: Path, pages: str | None) -> None:
     """OCR FILE on this machine, no servers: writes result.json, result.md, pages.jsonl,
     result.pdf and result.hocr."""
-    from ocr_api.core.errors import DomainError
-    from ocr_api.core.logging import configure_logging
-    from ocr_api.core.settings import get_settings
     from ocr_worker.embedded import run_document
+    from uocr_core.errors import DomainError
+    from uocr_core.logging import configure_logging
+    from uocr_core.settings import get_settings
 
     settings = get_settings()
     configure_logging("warning")

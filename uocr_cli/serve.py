@@ -22,8 +22,8 @@ def api(host: str, port: int | None, workers: int) -> None:
     """Serve the HTTP API (refuses a database it cannot reach or that is not migrated)."""
     import uvicorn
 
-    from ocr_api.core.logging import configure_logging
-    from ocr_api.core.settings import get_settings
+    from uocr_core.logging import configure_logging
+    from uocr_core.settings import get_settings
 
     settings = get_settings()
     require_database(settings)
@@ -58,9 +58,9 @@ def worker(
 ) -> None:
     """Start Celery workers: one per GPU card, or one CPU worker. Each serves one model version,
     taking that version's OCR queues (--queues names the plain ones: ocr.long -> ocr.long.v2)."""
-    from ocr_api.core.settings import get_settings
     from ocr_worker import launcher
     from uocr_cli.model import check_served_version
+    from uocr_core.settings import get_settings
 
     settings = get_settings()
     served = model_version or settings.worker.model_version or settings.models.serve
@@ -94,8 +94,8 @@ def worker(
 )
 def beat(schedule: str) -> None:
     """Run the scheduler alone (one per deployment)."""
-    from ocr_api.core.settings import get_settings
     from ocr_worker.launcher import CELERY_ARGV
+    from uocr_core.settings import get_settings
 
     require_broker(get_settings())
     os.execv(sys.executable, [*CELERY_ARGV, "beat", "--schedule", schedule])
@@ -122,8 +122,8 @@ def beat(schedule: str) -> None:
 def flower(port: int, address: str, basic_auth: str | None, unauthenticated: bool) -> None:
     """Operators' console for the workers and their page-group tasks. Needs credentials
     unless run with --unauthenticated; listens on loopback unless --address says otherwise."""
-    from ocr_api.core.settings import get_settings
     from uocr_cli.flower import FlowerOptions, run_flower
+    from uocr_core.settings import get_settings
 
     settings = get_settings()
     options = FlowerOptions.checked(port, address, basic_auth, unauthenticated)

@@ -16,9 +16,9 @@ def webhooks() -> None:
 @click.option("--tenant", default=None, help="Only this tenant's deliveries.")
 def webhooks_failed(tenant: str | None) -> None:
     """List failed deliveries with their last answer."""
-    from ocr_api.core.db import make_engine, make_session_factory
-    from ocr_api.core.settings import get_settings
-    from ocr_api.webhooks.dead_letters import dead_letters
+    from uocr_core.db import make_engine, make_session_factory
+    from uocr_core.settings import get_settings
+    from uocr_core.webhooks.dead_letters import dead_letters
 
     with make_session_factory(make_engine(get_settings().database))() as session:
         for letter in dead_letters(session, tenant_name=tenant):
@@ -35,13 +35,13 @@ def webhooks_failed(tenant: str | None) -> None:
 @click.option("--tenant", default=None, help="With --all-failed: only this tenant's.")
 def webhooks_resend(delivery_ids: tuple[str, ...], all_failed: bool, tenant: str | None) -> None:
     """Send failed deliveries again: the same event, a fresh set of retries."""
-    from ocr_api.core.celery_app import make_celery
-    from ocr_api.core.db import make_engine, make_session_factory, transaction
-    from ocr_api.core.dispatch import CeleryDispatcher
-    from ocr_api.core.errors import InvalidRequest
-    from ocr_api.core.settings import get_settings
-    from ocr_api.webhooks.dead_letters import dead_letters, mark_for_resend
     from uocr_cli.preflight import require_broker
+    from uocr_core.celery_app import make_celery
+    from uocr_core.db import make_engine, make_session_factory, transaction
+    from uocr_core.dispatch import CeleryDispatcher
+    from uocr_core.errors import InvalidRequest
+    from uocr_core.settings import get_settings
+    from uocr_core.webhooks.dead_letters import dead_letters, mark_for_resend
 
     settings = get_settings()
     if bool(delivery_ids) == all_failed:

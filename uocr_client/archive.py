@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ocr_api.batches.schemas import BatchPublic
 from uocr_client.client import UocrClient
 from uocr_client.keys import content_key, file_digest
+from uocr_core.schemas.batches import BatchPublic
 
 DOCUMENT_SUFFIXES = (".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff")
 

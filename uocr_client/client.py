@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx
 
-from ocr_api.batches.schemas import BatchAdded, BatchPublic
-from ocr_api.core.contracts import PageResult
-from ocr_api.jobs.schemas import JobAccepted, JobList, JobPublic, JobSummary, ResultLink
-from ocr_api.uploads.schemas import UploadTarget
 from uocr_client.errors import ApiError
+from uocr_core.contracts import PageResult
+from uocr_core.schemas.batches import BatchAdded, BatchPublic
+from uocr_core.schemas.jobs import JobAccepted, JobList, JobPublic, JobSummary, ResultLink
+from uocr_core.schemas.uploads import UploadTarget
 
 TERMINAL = ("succeeded", "failed", "canceled")
 _RETRYABLE = (429, 502, 503, 504)

@@ -18,7 +18,7 @@ from PIL import Image
 
 from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, fetch
 from bench.accuracy.runner import BareRapidOcr, render_like_uocr, scan
-from ocr_api.core.settings import Settings
+from uocr_core.settings import Settings
 
 DEFAULT_DIR = Path("/work/tmp/accuracy_cache")
 

@@ -18,8 +18,6 @@ import pymupdf
 
 from bench.accuracy.corpus import SourceDocument
 from bench.accuracy.scan import scan_document
-from ocr_api.core.settings import Settings
-from ocr_api.core.storage import LocalObjectStore
 from ocr_worker.accuracy.scoring import (
     PageScore,
     document_cer,
@@ -29,6 +27,8 @@ from ocr_worker.accuracy.scoring import (
 )
 from ocr_worker.embedded import run_document
 from ocr_worker.imaging import PageRasterizer
+from uocr_core.settings import Settings
+from uocr_core.storage import LocalObjectStore
 
 SCAN_KEY = "scan.pdf"
 

@@ -11,9 +11,20 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile
 
-from ocr_api.batches import service
-from ocr_api.batches.progress import batch_public, manifest_lines
-from ocr_api.batches.schemas import (
+from ocr_api.deps import ActorDep, StateDep, TenantDep, current_tenant
+from ocr_api.jobs import presenters
+from ocr_api.jobs.params import BatchIdDep
+from ocr_api.web import negotiation
+from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+from uocr_core import object_keys
+from uocr_core.batches import service
+from uocr_core.batches.progress import batch_public, manifest_lines
+from uocr_core.errors import Conflict, Gone, InvalidRequest
+from uocr_core.jobs import listing, upload_scan
+from uocr_core.jobs import service as job_service
+from uocr_core.jobs.downloads import record_download
+from uocr_core.jobs.input_limits import check_form_fields, check_name, read_limited
+from uocr_core.schemas.batches import (
     BatchAdded,
     BatchCreate,
     BatchDocument,
@@ -21,17 +32,7 @@ from ocr_api.batches.schemas import (
     BatchList,
     BatchPublic,
 )
-from ocr_api.core import object_keys
-from ocr_api.core.errors import Conflict, Gone, InvalidRequest
-from ocr_api.deps import ActorDep, StateDep, TenantDep, current_tenant
-from ocr_api.jobs import listing, presenters, upload_scan
-from ocr_api.jobs import service as job_service
-from ocr_api.jobs.downloads import record_download
-from ocr_api.jobs.input_limits import check_form_fields, check_name, read_limited
-from ocr_api.jobs.params import BatchIdDep
-from ocr_api.jobs.schemas import JobList
-from ocr_api.web import negotiation
-from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+from uocr_core.schemas.jobs import JobList
 
 router = APIRouter(
     prefix="/v1/batches",

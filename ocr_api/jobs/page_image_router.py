@@ -11,17 +11,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.errors import NotFound
-from ocr_api.core.models import Page
-from ocr_api.core.storage import ObjectNotFound
 from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
-from ocr_api.jobs import service
-from ocr_api.jobs.downloads import record_download
-from ocr_api.jobs.page_image import RENDERER_VERSION, PageImageError, PageImageRenderer
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS, NOT_MODIFIED, problems
+from uocr_core.contracts import PageResult
+from uocr_core.errors import NotFound
+from uocr_core.jobs import service
+from uocr_core.jobs.downloads import record_download
+from uocr_core.jobs.page_image import RENDERER_VERSION, PageImageError, PageImageRenderer
+from uocr_core.models import Page
+from uocr_core.storage import ObjectNotFound
 
 router = APIRouter(
     prefix="/v1/jobs",

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path
 
-from ocr_api.core.errors import NotFound
+from uocr_core.errors import NotFound
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

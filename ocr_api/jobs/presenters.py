@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ocr_api.core.job_lifecycle import GROUP_FINISHED, TERMINAL
-from ocr_api.core.models import Job
-from ocr_api.core.settings import Settings
-from ocr_api.core.urls import job_url
-from ocr_api.jobs.schemas import JobPublic, JobSummary, PagePublic, WebhookPublic
+from uocr_core.job_lifecycle import GROUP_FINISHED, TERMINAL
+from uocr_core.models import Job
+from uocr_core.schemas.jobs import JobPublic, JobSummary, PagePublic, WebhookPublic
+from uocr_core.settings import Settings
+from uocr_core.urls import job_url
 
 
 def _expires_at(job: Job, settings: Settings) -> datetime | None:

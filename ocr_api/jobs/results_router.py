@@ -9,19 +9,19 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from ocr_api.core import object_keys
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.errors import Conflict, NotFinished, NotFound
-from ocr_api.core.job_lifecycle import TERMINAL
-from ocr_api.core.models import Job
-from ocr_api.core.storage import ObjectNotFound
 from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
-from ocr_api.jobs import service
-from ocr_api.jobs.downloads import record_download
 from ocr_api.jobs.params import JobIdDep
-from ocr_api.jobs.schemas import JobResult, ResultLink
 from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS, NOT_MODIFIED, problems
+from uocr_core import object_keys
+from uocr_core.contracts import PageResult
+from uocr_core.errors import Conflict, NotFinished, NotFound
+from uocr_core.job_lifecycle import TERMINAL
+from uocr_core.jobs import service
+from uocr_core.jobs.downloads import record_download
+from uocr_core.models import Job
+from uocr_core.schemas.jobs import JobResult, ResultLink
+from uocr_core.storage import ObjectNotFound
 
 router = APIRouter(
     prefix="/v1/jobs",

@@ -9,11 +9,15 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from ocr_api.core import urls
-from ocr_api.core.errors import InvalidRequest, PayloadTooLarge
 from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
-from ocr_api.jobs import listing, presenters, service
-from ocr_api.jobs.input_limits import (
+from ocr_api.jobs import presenters
+from ocr_api.jobs.params import JobIdDep
+from ocr_api.web import negotiation
+from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+from uocr_core import urls
+from uocr_core.errors import InvalidRequest, PayloadTooLarge
+from uocr_core.jobs import listing, service
+from uocr_core.jobs.input_limits import (
     check_form_fields,
     check_metadata,
     check_name,
@@ -21,15 +25,7 @@ from ocr_api.jobs.input_limits import (
     parse_metadata,
     read_limited,
 )
-from ocr_api.jobs.params import JobIdDep
-from ocr_api.jobs.schemas import (
-    JobAccepted,
-    JobCreateFromObject,
-    JobList,
-    JobPublic,
-)
-from ocr_api.web import negotiation
-from ocr_api.web.openapi import COMMON_PROBLEMS, problems
+from uocr_core.schemas.jobs import JobAccepted, JobCreateFromObject, JobList, JobPublic
 
 router = APIRouter(
     prefix="/v1/jobs",

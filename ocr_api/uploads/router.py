@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from ocr_api.core import object_keys
-from ocr_api.core.errors import PayloadTooLarge
 from ocr_api.deps import StateDep, TenantDep, current_tenant
-from ocr_api.jobs.input_limits import check_name
-from ocr_api.uploads.schemas import UploadCreate, UploadTarget
 from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS
+from uocr_core import object_keys
+from uocr_core.errors import PayloadTooLarge
+from uocr_core.jobs.input_limits import check_name
+from uocr_core.schemas.uploads import UploadCreate, UploadTarget
 
 router = APIRouter(
     prefix="/v1/uploads",

@@ -8,7 +8,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
-from ocr_api.core.errors import InvalidRequest
+from uocr_core.errors import InvalidRequest
 
 JSON = "application/json"
 

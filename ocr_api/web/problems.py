@@ -16,15 +16,15 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from ocr_api.core.errors import (
+from ocr_api.web.methods import allowed_methods
+from ocr_api.web.request_id import request_id_of
+from uocr_core.errors import (
     DEPENDENCY_RETRY_AFTER_SECONDS,
     DomainError,
     QueueFull,
     ServiceUnavailable,
 )
-from ocr_api.core.transient import TRANSIENT_ERRORS
-from ocr_api.web.methods import allowed_methods
-from ocr_api.web.request_id import request_id_of
+from uocr_core.transient import TRANSIENT_ERRORS
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:uocr:problem:"

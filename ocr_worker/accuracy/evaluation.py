@@ -14,9 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ocr_api.core.errors import DomainError
-from ocr_api.core.model_versions import settings_for
-from ocr_api.core.settings import Settings
 from ocr_worker.accuracy.dataset import Dataset, DatasetError, LabelledDocument
 from ocr_worker.accuracy.scoring import (
     PageScore,
@@ -28,6 +25,9 @@ from ocr_worker.accuracy.scoring import (
 from ocr_worker.embedded import run_document
 from ocr_worker.engines.base import OcrEngine
 from ocr_worker.engines.factory import make_engine
+from uocr_core.errors import DomainError
+from uocr_core.model_versions import settings_for
+from uocr_core.settings import Settings
 
 
 @dataclass(frozen=True)

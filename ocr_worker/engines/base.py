@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ocr_api.core.contracts import PageResult
+from uocr_core.contracts import PageResult
 
 # A page read with no text at all (a blank sheet, or one the engine skipped): flagged, so the
 # job does not read as a clean success when a page that should hold text came back empty.

@@ -31,11 +31,11 @@ from typing import Any
 
 import structlog
 
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.settings import Settings
 from ocr_worker.engines.base import OcrEngine, PageGroupInput
 from ocr_worker.heap import return_freed_buffers
 from ocr_worker.stage_clock import clock
+from uocr_core.contracts import PageResult
+from uocr_core.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -222,7 +222,7 @@ def stop_worker() -> None:
 def _serve(
     connection: Connection, settings: Settings, build: Callable[[Settings], OcrEngine]
 ) -> None:
-    from ocr_api.core.logging import configure_logging
+    from uocr_core.logging import configure_logging
 
     configure_logging(settings.log_level)
     _name_this_process(PROCESS_NAME)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ocr_api.core.settings import Settings
 from ocr_worker.engines.base import OcrEngine
+from uocr_core.settings import Settings
 
 
 def make_engine(settings: Settings, when_lost: Callable[[], None] | None = None) -> OcrEngine:
@@ -28,6 +28,8 @@ def make_engine(settings: Settings, when_lost: Callable[[], None] | None = None)
 
 def unlimited_ocr_engine(settings: Settings) -> OcrEngine:
     """The GPU engine in this process (in its own, the engine process's child runs this)."""
-    from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine  # type: ignore[import-not-found]
+    from ocr_worker.engines.unlimited_ocr.runtime.engine import (  # type: ignore[import-not-found]
+        UnlimitedOcrEngine,
+    )
 
     return UnlimitedOcrEngine.from_settings(settings)  # type: ignore[no-any-return]

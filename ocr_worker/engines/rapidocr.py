@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import structlog
 
-from ocr_api.core.contracts import Block, PageResult
 from ocr_worker.engines.base import EMPTY_PAGE_WARNING, OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.layout import LayoutBlock, TextBox, layout_page, render
 from ocr_worker.engines.orientation import Reading, read_upright
+from uocr_core.contracts import Block, PageResult
 
 log = structlog.get_logger(__name__)
 

@@ -14,16 +14,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text, update
 from sqlalchemy.exc import DBAPIError
 
-from ocr_api.core import audit, object_keys
-from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.models import ApiKey, AuditEvent
-from ocr_api.core.tenants import CreatedKey, rotate_key
 from ocr_api.main import create_app
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.factory import make_engine as make_ocr_engine
 from ocr_worker.pipeline import PageGroupPipeline
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core import audit, object_keys
+from uocr_core.db import transaction, utcnow
+from uocr_core.models import ApiKey, AuditEvent
+from uocr_core.tenants import CreatedKey, rotate_key
 
 PDF = scanned_pdf(sample_pages(1, lines=1))
 

@@ -6,8 +6,8 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_api.core.errors import InvalidDocument, InvalidRequest, UnsupportedMediaType
-from ocr_api.jobs.documents import inspect_file, parse_page_selection
+from uocr_core.errors import InvalidDocument, InvalidRequest, UnsupportedMediaType
+from uocr_core.jobs.documents import inspect_file, parse_page_selection
 
 
 def _tiff(frames: int) -> bytes:

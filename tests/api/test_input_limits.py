@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ocr_api.core.errors import InvalidRequest, PayloadTooLarge, UnsupportedMediaType
-from ocr_api.jobs.documents import sniff_kind
-from ocr_api.jobs.input_limits import check_metadata, check_name, parse_metadata, read_limited
+from uocr_core.errors import InvalidRequest, PayloadTooLarge, UnsupportedMediaType
+from uocr_core.jobs.documents import sniff_kind
+from uocr_core.jobs.input_limits import check_metadata, check_name, parse_metadata, read_limited
 
 
 def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_limit() -> None:

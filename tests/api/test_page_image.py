@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ocr_api.core.storage import LocalObjectStore
-from ocr_api.jobs.page_image import PageImageError, PageImageRenderer
 from ocr_worker.imaging import PageRasterizer
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.jobs.page_image import PageImageError, PageImageRenderer
+from uocr_core.storage import LocalObjectStore
 
 DPI, MAX_SIDE = 150, 4000
 

@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from ocr_api.core.errors import InvalidRequest
-from ocr_api.core.settings import WebhookSettings
-from ocr_api.webhooks import sender
-from ocr_api.webhooks.signing import sign, verify
-from ocr_api.webhooks.url_policy import check_webhook_url
+from uocr_core.errors import InvalidRequest
+from uocr_core.settings import WebhookSettings
+from uocr_core.webhooks import sender
+from uocr_core.webhooks.signing import sign, verify
+from uocr_core.webhooks.url_policy import check_webhook_url
 
 
 @pytest.mark.parametrize(

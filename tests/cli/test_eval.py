@@ -20,8 +20,6 @@ import pytest
 from PIL import Image
 
 from bench.accuracy.eval_set import build, documents
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.settings import Settings
 from ocr_worker.accuracy.dataset import Dataset, load_dataset
 from ocr_worker.accuracy.evaluation import evaluate_engine, evaluate_version
 from ocr_worker.accuracy.gate import compare
@@ -29,6 +27,8 @@ from ocr_worker.engines.base import OcrEngine, PageGroupInput
 from ocr_worker.engines.rapidocr import RapidOcrEngine
 from tests.cli.conftest import uocr
 from uocr_cli.evaluate import finish, print_table
+from uocr_core.contracts import PageResult
+from uocr_core.settings import Settings
 
 pytestmark = pytest.mark.accuracy
 

@@ -8,15 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from ocr_api.core import audit
-from ocr_api.core.db import transaction
-from ocr_api.core.models import WebhookDelivery
-from ocr_api.core.tenants import authenticate
-from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.embedded import InlineDispatcher
 from tests.cli.conftest import uocr
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core import audit
+from uocr_core.db import transaction
+from uocr_core.jobs.service import JobOptions, UploadedFile, submit_job
+from uocr_core.models import WebhookDelivery
+from uocr_core.tenants import authenticate
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,11 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from ocr_worker.engines.unlimited_ocr.manifest import MANIFEST_NAME, sha256_file, write_manifest
+from ocr_worker.engines.unlimited_ocr.model.manifest import (
+    MANIFEST_NAME,
+    sha256_file,
+    write_manifest,
+)
 from ocr_worker.launcher import worker_specs
 from tests.cli.conftest import UNREACHABLE, uocr
 

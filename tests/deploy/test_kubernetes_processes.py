@@ -10,8 +10,6 @@ from pathlib import PurePosixPath
 import pytest
 from fastapi.testclient import TestClient
 
-from ocr_api.core.contracts import OCR_QUEUES
-from ocr_api.core.settings import Settings, SettingsError, check_environment, load_settings
 from ocr_api.main import create_app
 from tests.cli.command_lines import parse_uocr, uocr_invocations
 from tests.cli.conftest import UNREACHABLE
@@ -25,6 +23,8 @@ from tests.deploy.manifests import (
     over_overlays,
     render,
 )
+from uocr_core.contracts import OCR_QUEUES
+from uocr_core.settings import Settings, SettingsError, check_environment, load_settings
 
 # What the kubelet sends with an httpGet probe.
 KUBELET = {"User-Agent": "kube-probe/1.30", "Accept": "*/*"}

@@ -8,10 +8,6 @@ from urllib.parse import urlsplit
 
 import redis
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import OCR_QUEUES, QUEUE_CONTROL
-from ocr_api.core.dispatch import CeleryDispatcher
-from ocr_api.core.settings import Settings
 from ocr_worker import launcher
 from tests.cli.command_lines import parse_uocr, uocr_invocations
 from tests.conftest import ServiceUrls, fresh_redis_url
@@ -25,6 +21,10 @@ from tests.deploy.manifests import (
     over_overlays,
     render,
 )
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import OCR_QUEUES, QUEUE_CONTROL
+from uocr_core.dispatch import CeleryDispatcher
+from uocr_core.settings import Settings
 
 DECLARED_QUEUES = {queue.name for queue in make_celery(Settings()).conf.task_queues}
 

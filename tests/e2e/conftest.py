@@ -9,9 +9,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import OCR_QUEUES
-from ocr_api.core.tenants import CreatedKey
 from tests.conftest import Stack
 from tests.e2e.processes import (
     FLOWER_PASSWORD,
@@ -25,6 +22,9 @@ from tests.e2e.processes import (
     wait_http,
     wait_until,
 )
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import OCR_QUEUES
+from uocr_core.tenants import CreatedKey
 
 OCR_WORKER_NAME = "ocr@e2e"
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import redis
 from sqlalchemy import create_engine, text
 
-from ocr_api.core.migrate import upgrade
 from tests.e2e.processes import free_port, wait_until
+from uocr_core.migrate import upgrade
 
 _PG_BIN = (
     sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]

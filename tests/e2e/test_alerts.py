@@ -14,8 +14,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import OCR_QUEUES
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.helpers import submit
 from tests.e2e.monitoring import Monitoring, start_monitoring
@@ -30,6 +28,8 @@ from tests.e2e.processes import (
 )
 from tests.factories import sample_pages, scanned_pdf
 from tests.ops.test_alert_rules import RULES
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import OCR_QUEUES
 
 WORKER = "ocr@alerts"
 

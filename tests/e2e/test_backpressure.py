@@ -9,10 +9,10 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from ocr_api.core.models import Job
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.models import Job
 
 
 def test_interactive_room_is_per_tenant_and_backlogs_wait(

@@ -14,10 +14,10 @@ import pytest
 from PIL import Image
 from sqlalchemy import func, select
 
-from ocr_api.core.models import Job
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.models import Job
 
 
 def _pdf(pages: int, **save: object) -> bytes:

@@ -20,8 +20,6 @@ import httpx
 import pymupdf
 from sqlalchemy import func, select
 
-from ocr_api.core.models import Job
-from ocr_api.webhooks.signing import SIGNATURE_HEADER, verify
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import wait_until
@@ -29,6 +27,8 @@ from tests.factories import sample_pages, scanned_pdf
 from uocr_client import UocrClient, content_key
 from uocr_client.archive import batch_key
 from uocr_client.keys import file_digest
+from uocr_core.models import Job
+from uocr_core.webhooks.signing import SIGNATURE_HEADER, verify
 
 DOCUMENTS = 200
 
@@ -56,7 +56,7 @@ def _uocr(service: Service, api_key: str, *args: str) -> subprocess.Popen[str]:
 
 def _batch_jobs(service: Service, batch_name: str) -> int:
     with service.stack.sessions() as session:
-        from ocr_api.core.models import Batch
+        from uocr_core.models import Batch
 
         batch_id = session.scalar(select(Batch.id).where(Batch.name == batch_name))
         if batch_id is None:

@@ -8,11 +8,11 @@ import signal
 import httpx
 from sqlalchemy import select
 
-from ocr_api.core.models import Page, PageGroup
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.models import Page, PageGroup
 
 
 def _status(client: httpx.Client, job_id: str) -> dict:  # type: ignore[type-arg]

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ocr_api.core.tenants import CreatedKey
 from ocr_worker.imaging import PageRasterizer
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.tenants import CreatedKey
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402

@@ -8,10 +8,10 @@ import random
 import pymupdf
 from sqlalchemy import select
 
-from ocr_api.core.models import PageGroup
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.models import PageGroup
 
 
 def test_a_truncated_pdf_is_repaired_with_a_warning_and_its_lost_pages_fail(

@@ -13,13 +13,9 @@ import psutil
 import pytest
 from fastapi.testclient import TestClient
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.db import make_engine, make_session_factory
-from ocr_api.core.settings import load_settings
-from ocr_api.core.storage import S3ObjectStore
 from ocr_api.main import create_app
 from ocr_worker.engines.engine_process import PROCESS_NAME
-from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
+from ocr_worker.engines.unlimited_ocr.model.manifest import write_manifest
 from tests.conftest import (
     TEST_SETTINGS_ENV,
     ServiceUrls,
@@ -32,6 +28,10 @@ from tests.e2e.helpers import wait_for
 from tests.e2e.processes import Process, wait_until
 from tests.factories import sample_pages, scanned_pdf
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
+from uocr_core.celery_app import make_celery
+from uocr_core.db import make_engine, make_session_factory
+from uocr_core.settings import load_settings
+from uocr_core.storage import S3ObjectStore
 
 
 @pytest.mark.parametrize("engine_process", [False, True], ids=["in-worker", "engine-process"])

@@ -9,14 +9,14 @@ from typing import Any, Protocol
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from ocr_api.core import object_keys
-from ocr_api.core.models import Job, Page
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import JobsClient, submit, wait_for
 from tests.e2e.processes import wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core import object_keys
+from uocr_core.models import Job, Page
 
 
 class Answer(Protocol):  # an httpx response, or the TestClient's

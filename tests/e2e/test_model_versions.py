@@ -17,8 +17,6 @@ import httpx
 import pytest
 import redis
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.tenants import CreatedKey
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import (
@@ -33,6 +31,8 @@ from tests.e2e.processes import (
     wait_until,
 )
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.celery_app import make_celery
+from uocr_core.tenants import CreatedKey
 
 HOST = socket.gethostname()
 VERSIONS = {"v1": {"engine": "rapidocr"}, "v2": {"engine": "rapidocr"}}

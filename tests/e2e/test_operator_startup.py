@@ -11,7 +11,6 @@ import httpx
 import psutil
 import pytest
 
-from ocr_api.core.celery_app import make_celery
 from tests.conftest import Stack
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
@@ -25,6 +24,7 @@ from tests.e2e.processes import (
     wait_until,
 )
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.celery_app import make_celery
 
 
 def _not_json(log: Path) -> list[str]:

@@ -25,13 +25,6 @@ import redis
 from celery import Celery
 from sqlalchemy import func, select
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import OCR_QUEUES
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.models import Job, Page, PageGroup
-from ocr_api.core.settings import load_settings
-from ocr_api.core.storage import S3ObjectStore
-from ocr_api.core.tenants import CreatedKey, create_key
 from tests.conftest import Stack
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.own_services import NetworkGate, OwnPostgres, OwnRedis
@@ -44,6 +37,13 @@ from tests.e2e.processes import (
     wait_until,
 )
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import OCR_QUEUES
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.models import Job, Page, PageGroup
+from uocr_core.settings import load_settings
+from uocr_core.storage import S3ObjectStore
+from uocr_core.tenants import CreatedKey, create_key
 
 FAST_RECOVERY_ENV = {
     "UOCR_WORKER__REDISPATCH_AFTER_SECONDS": "3",

@@ -11,11 +11,6 @@ import time
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from ocr_api.core import audit, object_keys
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.models import Job, PageGroup
-from ocr_api.core.storage import S3ObjectStore
-from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.base import PageGroupInput
 from ocr_worker.pipeline import PageGroupPipeline
@@ -24,6 +19,11 @@ from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.factories import sample_pages, scanned_pdf
 from tests.worker.conftest import ScriptedEngine
+from uocr_core import audit, object_keys
+from uocr_core.contracts import PageResult
+from uocr_core.jobs.service import JobOptions, UploadedFile, submit_job
+from uocr_core.models import Job, PageGroup
+from uocr_core.storage import S3ObjectStore
 
 
 def test_two_workers_share_one_documents_page_groups(service: Service) -> None:

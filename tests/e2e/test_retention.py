@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from ocr_api.core import object_keys
-from ocr_api.core.db import utcnow
 from ocr_api.main import create_app
-from ocr_worker.retention import purge_expired_results
+from ocr_worker.upkeep.retention import purge_expired_results
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core import object_keys
+from uocr_core.db import utcnow
 
 
 def test_results_past_retention_answer_410_and_the_job_says_when(

@@ -11,11 +11,11 @@ import httpx
 import pymupdf
 from prometheus_client.parser import text_string_to_metric_families
 
-from ocr_api.webhooks.signing import SIGNATURE_HEADER, verify
 from tests.e2e.conftest import OCR_WORKER_NAME, Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import wait_until
 from tests.factories import character_error_rate, sample_pages, scanned_pdf
+from uocr_core.webhooks.signing import SIGNATURE_HEADER, verify
 
 # Clean renders read at 0% CER (ENV_NOTES); scanner noise and JPEG add a few confusions such as
 # '1.' -> '1:'. 5% allows ~25 wrong characters on a 500-character page, while a dropped line

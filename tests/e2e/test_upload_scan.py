@@ -20,19 +20,19 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import OCR_QUEUES, QUEUE_CONTROL
-from ocr_api.core.dispatch import CeleryDispatcher
-from ocr_api.core.models import Job
-from ocr_api.core.settings import Settings, UploadScanSettings
-from ocr_api.core.tenants import CreatedKey
-from ocr_api.jobs.admission_service import admit_waiting
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.helpers import wait_for
 from tests.e2e.processes import Process, celery_worker
 from tests.factories import character_error_rate, normalise, sample_pages, scanned_pdf
 from tests.own_clamd import REPORTED_SIGNATURE, OwnClamd, eicar
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import OCR_QUEUES, QUEUE_CONTROL
+from uocr_core.dispatch import CeleryDispatcher
+from uocr_core.jobs.admission_service import admit_waiting
+from uocr_core.models import Job
+from uocr_core.settings import Settings, UploadScanSettings
+from uocr_core.tenants import CreatedKey
 
 pytestmark = pytest.mark.services
 INFECTED = "urn:uocr:problem:infected-document"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from ocr_api.core.models import WebhookDelivery
-from ocr_api.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.e2e.processes import WebhookReceiver, free_port, wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.models import WebhookDelivery
+from uocr_core.webhooks.signing import ATTEMPT_HEADER, EVENT_ID_HEADER
 
 UOCR = str(Path(sys.executable).with_name("uocr"))
 

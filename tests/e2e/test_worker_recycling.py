@@ -9,13 +9,13 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from ocr_api.core.celery_app import make_celery
-from ocr_api.core.contracts import OCR_QUEUES
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.helpers import wait_for
 from tests.e2e.processes import celery_worker, wait_until
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.celery_app import make_celery
+from uocr_core.contracts import OCR_QUEUES
 
 
 def test_a_child_over_its_memory_limit_is_replaced_and_nothing_is_lost(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ocr_api.core import audit
-from ocr_api.core.models import AuditEvent
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.processes import celery_worker, wait_until
+from uocr_core import audit
+from uocr_core.models import AuditEvent
 
 
 def test_a_worker_records_its_start_with_its_settings_redacted(

@@ -9,18 +9,18 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ocr_api.core import audit
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.db import make_engine, make_session_factory, transaction
-from ocr_api.core.migrate import upgrade
-from ocr_api.core.models import Job
-from ocr_api.core.settings import load_settings
-from ocr_api.core.storage import LocalObjectStore
-from ocr_api.core.tenants import create_key
-from ocr_api.jobs.service import JobOptions, UploadedFile, delete_job, submit_job
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.base import OcrEngine, PageGroupInput
 from ocr_worker.pipeline import PageGroupPipeline
+from uocr_core import audit
+from uocr_core.contracts import PageResult
+from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.jobs.service import JobOptions, UploadedFile, delete_job, submit_job
+from uocr_core.migrate import upgrade
+from uocr_core.models import Job
+from uocr_core.settings import load_settings
+from uocr_core.storage import LocalObjectStore
+from uocr_core.tenants import create_key
 
 
 class ScriptedEngine(OcrEngine):

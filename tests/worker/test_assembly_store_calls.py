@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ocr_api.core import object_keys
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.storage import LocalObjectStore
-from ocr_worker import assembly
+from ocr_worker.outputs import assembly
+from uocr_core import object_keys
+from uocr_core.contracts import PageResult
+from uocr_core.storage import LocalObjectStore
 
 
 def _result(page: int) -> PageResult:

@@ -13,9 +13,9 @@ import numpy as np
 import pymupdf
 from PIL import Image, ImageDraw, ImageFont
 
-from ocr_api.core.settings import load_settings
 from ocr_worker.embedded import run_document
 from tests.factories import character_error_rate, sample_pages, scanned_pdf
+from uocr_core.settings import load_settings
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
 UOCR = str(Path(sys.executable).with_name("uocr"))  # the console script of this environment

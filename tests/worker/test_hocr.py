@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ocr_api.core.contracts import Block, PageResult
-from ocr_worker.hocr import build_hocr
+from ocr_worker.outputs.hocr import build_hocr
+from uocr_core.contracts import Block, PageResult
 
 NS = {"x": "http://www.w3.org/1999/xhtml"}
 

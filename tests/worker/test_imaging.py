@@ -12,8 +12,6 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_api.core.settings import S3Settings
-from ocr_api.core.storage import LocalObjectStore
 from ocr_worker import imaging
 from ocr_worker.imaging import (
     REPAIRED_WARNING,
@@ -25,6 +23,8 @@ from ocr_worker.imaging import (
     render_matrix,
 )
 from tests.factories import sample_pages, scanned_pdf
+from uocr_core.settings import S3Settings
+from uocr_core.storage import LocalObjectStore
 
 
 def test_max_render_side_holds_for_a_page_of_20000_points() -> None:

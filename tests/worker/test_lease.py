@@ -12,15 +12,15 @@ import sqlalchemy.exc
 from sqlalchemy import select
 from structlog.testing import capture_logs
 
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.db import transaction
-from ocr_api.core.models import PageGroup
-from ocr_worker.assembly import load_page_results
 from ocr_worker.engines.base import PageGroupInput
-from ocr_worker.lease import LeaseKeeper
+from ocr_worker.outputs.assembly import load_page_results
 from ocr_worker.pipeline import PageGroupPipeline
-from ocr_worker.recovery import recover_stale_groups
+from ocr_worker.stages.lease import LeaseKeeper
+from ocr_worker.upkeep.recovery import recover_stale_groups
 from tests.worker.conftest import ScriptedEngine
+from uocr_core.contracts import PageResult
+from uocr_core.db import transaction
+from uocr_core.models import PageGroup
 
 
 def _group(harness, job_id: str, index: int = 0) -> PageGroup:  # type: ignore[no-untyped-def]

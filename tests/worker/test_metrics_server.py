@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest, values
 
-from ocr_api.core.contracts import PageResult
 from ocr_worker import metrics_server
 from ocr_worker.worker_metrics import WorkerMetrics
+from uocr_core.contracts import PageResult
 
 
 @pytest.fixture

@@ -10,19 +10,19 @@ from datetime import timedelta
 from sqlalchemy import update
 from structlog.testing import capture_logs
 
-from ocr_api.batches.schemas import BatchCreate, BatchDocument
-from ocr_api.batches.service import create_batch
-from ocr_api.core import audit, object_keys
-from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.models import Job, PageGroup
-from ocr_api.core.settings import ModelsSettings
-from ocr_api.jobs.admission_service import admit_waiting
 from ocr_api.version_metrics import PAGE_FLAGS
 from ocr_worker.embedded import InlineDispatcher
-from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG, LOOP_FLAG
+from ocr_worker.engines.unlimited_ocr.output.page_guard import BUDGET_FLAG, LOOP_FLAG
 from ocr_worker.pipeline import PageGroupPipeline
-from ocr_worker.reconciler import Reconciler
+from ocr_worker.upkeep.reconciler import Reconciler
 from tests.worker.conftest import ScriptedEngine, _pdf
+from uocr_core import audit, object_keys
+from uocr_core.batches.service import create_batch
+from uocr_core.db import transaction, utcnow
+from uocr_core.jobs.admission_service import admit_waiting
+from uocr_core.models import Job, PageGroup
+from uocr_core.schemas.batches import BatchCreate, BatchDocument
+from uocr_core.settings import ModelsSettings
 
 
 @dataclass

@@ -10,13 +10,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from ocr_api.core import audit
-from ocr_api.core.db import utcnow
-from ocr_api.core.errors import ServiceUnavailable
-from ocr_api.core.models import Job
-from ocr_api.jobs.service import JobOptions, UploadedFile, submit_job
-from ocr_worker.orphans import sweep_orphan_objects
+from ocr_worker.upkeep.orphans import sweep_orphan_objects
 from tests.worker.conftest import _pdf
+from uocr_core import audit
+from uocr_core.db import utcnow
+from uocr_core.errors import ServiceUnavailable
+from uocr_core.jobs.service import JobOptions, UploadedFile, submit_job
+from uocr_core.models import Job
 
 
 class BrokerDown:

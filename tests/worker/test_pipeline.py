@@ -13,15 +13,15 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
-from ocr_api.core import audit, object_keys
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.db import transaction
-from ocr_api.core.models import Job, Page, PageGroup
-from ocr_api.jobs.service import cancel_job
-from ocr_worker.assembly import load_page_results
 from ocr_worker.engines.base import PageGroupInput
-from ocr_worker.recovery import recover_stale_groups
+from ocr_worker.outputs.assembly import load_page_results
+from ocr_worker.upkeep.recovery import recover_stale_groups
 from tests.worker.conftest import ScriptedEngine
+from uocr_core import audit, object_keys
+from uocr_core.contracts import PageResult
+from uocr_core.db import transaction
+from uocr_core.jobs.service import cancel_job
+from uocr_core.models import Job, Page, PageGroup
 
 
 def test_groups_run_in_order_with_the_boundary_page_as_context(harness) -> None:  # type: ignore[no-untyped-def]
@@ -61,7 +61,7 @@ def test_the_searchable_pdf_is_built_in_the_render_processes(  # type: ignore[no
     the decode loop. With render processes, the worker's own process never builds it."""
     import pymupdf
 
-    from ocr_worker import assembly
+    from ocr_worker.outputs import assembly
 
     def not_here(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the searchable PDF was built in the worker's process")
@@ -159,7 +159,7 @@ def test_a_group_interrupted_mid_way_resumes_only_its_unfinished_pages(harness) 
 def _expire_leases(harness) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
-    from ocr_api.core.db import utcnow
+    from uocr_core.db import utcnow
 
     with transaction(harness.sessions) as session:
         for group in session.scalars(select(PageGroup).where(PageGroup.status == "running")):

@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.models import Job, PageGroup
-from ocr_worker.reconciler import Reconciler
+from ocr_worker.upkeep.reconciler import Reconciler
 from tests.worker.conftest import ScriptedEngine
+from uocr_core.db import transaction, utcnow
+from uocr_core.models import Job, PageGroup
 
 
 class FakeWaiting:
@@ -127,7 +127,7 @@ def test_parallel_groups_lost_together_are_all_dispatched_again(harness) -> None
 
 
 def test_a_pending_webhook_whose_message_was_lost_is_sent_again(harness) -> None:  # type: ignore[no-untyped-def]
-    from ocr_api.core.models import WebhookDelivery
+    from uocr_core.models import WebhookDelivery
 
     job_id = harness.submit(2)
     sent: list[str] = []

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ocr_api.core import object_keys
-from ocr_api.core.db import transaction, utcnow
-from ocr_api.core.models import Job
-from ocr_worker.retention import purge_expired_results
+from ocr_worker.upkeep.retention import purge_expired_results
 from tests.worker.conftest import ScriptedEngine
+from uocr_core import object_keys
+from uocr_core.db import transaction, utcnow
+from uocr_core.models import Job
 
 
 def _finish_days_ago(harness, job_id: str, days: float) -> None:  # type: ignore[no-untyped-def]

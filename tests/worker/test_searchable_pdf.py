@@ -7,8 +7,8 @@ import io
 import pymupdf
 from PIL import Image
 
-from ocr_api.core.contracts import Block, PageResult
-from ocr_worker.searchable_pdf import SourcePage, build_searchable_pdf
+from ocr_worker.outputs.searchable_pdf import SourcePage, build_searchable_pdf
+from uocr_core.contracts import Block, PageResult
 
 
 def _scan_pdf(pages: int, *, rotate: int = 0) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ocr_api.core.admission import WaitingJob, plan_admission
+from uocr_core.admission import WaitingJob, plan_admission
 
 T0 = datetime(2026, 12, 3, tzinfo=UTC)
 

@@ -8,17 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ocr_api.core.clamd import (
-    CHUNK_BYTES,
-    ClamdAddress,
-    ClamdClient,
-    ClamdError,
-    ClamdStreamTooLarge,
-)
-from ocr_api.core.settings import Settings, UploadScanSettings
 from tests.e2e.processes import free_port
 from tests.factories import sample_pages, scanned_pdf
 from tests.own_clamd import REPORTED_SIGNATURE, STREAM_MAX_BYTES, OwnClamd, eicar
+from uocr_core.clamd import CHUNK_BYTES, ClamdAddress, ClamdClient, ClamdError, ClamdStreamTooLarge
+from uocr_core.settings import Settings, UploadScanSettings
 
 pytestmark = pytest.mark.services
 

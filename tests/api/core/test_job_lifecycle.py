@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_api.core import job_lifecycle as lifecycle
-from ocr_api.core.models import Job, Page, PageGroup
+from uocr_core import job_lifecycle as lifecycle
+from uocr_core.models import Job, Page, PageGroup
 
 
 def _job(status: str = "queued", pages: int = 3, failed: int = 0) -> Job:

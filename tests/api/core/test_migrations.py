@@ -9,8 +9,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
 
-from ocr_api.core.migrate import upgrade
-from ocr_api.core.models import Base
+from uocr_core.migrate import upgrade
+from uocr_core.models import Base
 
 
 def test_the_migrated_schema_matches_the_models(tmp_path: Path) -> None:

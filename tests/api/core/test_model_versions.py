@@ -5,8 +5,8 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from ocr_api.core import contracts, model_versions
-from ocr_api.core.settings import Settings, SettingsError, load_settings
+from uocr_core import contracts, model_versions
+from uocr_core.settings import Settings, SettingsError, load_settings
 
 
 def _two_versions() -> Settings:

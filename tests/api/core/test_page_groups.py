@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_api.core.page_groups import PageGroupPlanner
+from uocr_core.page_groups import PageGroupPlanner
 
 
 def test_overlapping_groups_output_every_page_exactly_once() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ocr_api.core.redaction import REDACTED, redacted_settings, url_without_password
-from ocr_api.core.settings import load_settings
+from uocr_core.redaction import REDACTED, redacted_settings, url_without_password
+from uocr_core.settings import load_settings
 
 
 def test_secrets_and_url_passwords_never_reach_the_record() -> None:

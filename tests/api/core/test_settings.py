@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ocr_api.core.settings import SettingsError, load_settings
+from uocr_core.settings import SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)

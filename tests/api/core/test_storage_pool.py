@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ocr_api.core.storage import S3ObjectStore
+from uocr_core.storage import S3ObjectStore
 
 THREADS = 48
 

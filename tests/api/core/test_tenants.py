@@ -10,19 +10,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_api.core import audit
-from ocr_api.core.db import make_engine, make_session_factory, transaction, utcnow
-from ocr_api.core.errors import Conflict, KeyExpired, NotFound, Unauthorized
-from ocr_api.core.migrate import upgrade
-from ocr_api.core.models import ApiKey
-from ocr_api.core.settings import DatabaseSettings
-from ocr_api.core.tenants import (
-    authenticate,
-    create_key,
-    list_keys,
-    revoke_key,
-    rotate_key,
-)
+from uocr_core import audit
+from uocr_core.db import make_engine, make_session_factory, transaction, utcnow
+from uocr_core.errors import Conflict, KeyExpired, NotFound, Unauthorized
+from uocr_core.migrate import upgrade
+from uocr_core.models import ApiKey
+from uocr_core.settings import DatabaseSettings
+from uocr_core.tenants import authenticate, create_key, list_keys, revoke_key, rotate_key
 
 
 @pytest.fixture

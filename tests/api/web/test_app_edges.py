@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from ocr_api.core.settings import load_settings
 from ocr_api.main import create_app
+from uocr_core.settings import load_settings
 
 ORIGIN = "https://archive.example.org"
 

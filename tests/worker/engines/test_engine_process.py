@@ -14,13 +14,13 @@ import time
 import numpy as np
 import pytest
 
-from ocr_api.core.settings import Settings, load_settings
 from ocr_worker.engines.base import PageGroupInput, PageImage
 from ocr_worker.engines.engine_process import EngineProcess, EngineProcessDied
 from ocr_worker.engines.factory import make_engine, unlimited_ocr_engine
-from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
+from ocr_worker.engines.unlimited_ocr.model.manifest import write_manifest
 from ocr_worker.stage_clock import clock
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
+from uocr_core.settings import Settings, load_settings
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ocr_api.core.contracts import PageResult
 from ocr_worker.engines.rapidocr import page_result_from_boxes
 from tests.worker.layout.scans import PAGE, Straight, paragraph, scan
+from uocr_core.contracts import PageResult
 
 
 def _page(boxes: list[Straight], degrees: float = 0.7) -> PageResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ocr_worker.engines.unlimited_ocr.prefill_part import PrefillPart, PrefillPass
+from ocr_worker.engines.unlimited_ocr.step.prefill_part import PrefillPart, PrefillPass
 
 
 def packed_pass(shapes: list[tuple[int, int]], pool_rows: torch.Tensor) -> PrefillPass:

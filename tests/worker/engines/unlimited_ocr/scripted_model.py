@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
-from ocr_worker.engines.unlimited_ocr.page_guard import PAGE_MARKER
-from ocr_worker.engines.unlimited_ocr.sequence import Sequence
+from ocr_worker.engines.unlimited_ocr.output.page_guard import PAGE_MARKER
+from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
+from ocr_worker.engines.unlimited_ocr.workspace.sequence import Sequence
 
 
 @dataclass

@@ -19,13 +19,12 @@ from transformers.models.unlimited_ocr.configuration_unlimited_ocr import Unlimi
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from ocr_worker.engines.unlimited_ocr import choice_kernels as choice
-from ocr_worker.engines.unlimited_ocr import grouped_experts as grouped
-from ocr_worker.engines.unlimited_ocr import moe_kernels as kernels
-from ocr_worker.engines.unlimited_ocr import prefill_attention as prefill
-from ocr_worker.engines.unlimited_ocr import routing_kernels as routing
-from ocr_worker.engines.unlimited_ocr import step_inputs as inputs
-from ocr_worker.engines.unlimited_ocr import triton_kernels as step
+from ocr_worker.engines.unlimited_ocr.kernels import choice, routing
+from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as step
+from ocr_worker.engines.unlimited_ocr.kernels import moe as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import prefill_attention as prefill
+from ocr_worker.engines.unlimited_ocr.step import grouped_experts as grouped
+from ocr_worker.engines.unlimited_ocr.step import step_inputs as inputs
 
 SM90 = GPUTarget("cuda", 90, 32)
 H200_SHARED_PER_BLOCK = 232_448  # bytes (cudaDevAttrMaxSharedMemoryPerBlockOptin, sm_90)

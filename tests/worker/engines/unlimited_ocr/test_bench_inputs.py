@@ -12,8 +12,8 @@ import torch
 
 from bench import engine_bench
 from bench.engine_bench import Engine
-from ocr_api.core.page_groups import PageGroupPlanner
-from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest
+from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest
+from uocr_core.page_groups import PageGroupPlanner
 
 
 @pytest.fixture

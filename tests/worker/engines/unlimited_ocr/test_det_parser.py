@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_worker.engines.unlimited_ocr.det_parser import parse_page
+from ocr_worker.engines.unlimited_ocr.output.det_parser import parse_page
 
 RAW = (
     "<|det|>title [100, 50, 899, 90]<|/det|>Annual Report\n"
@@ -47,8 +47,8 @@ def test_a_page_drawn_small_for_the_model_reports_boxes_at_the_render_dpi() -> N
     import numpy as np
 
     from ocr_worker.engines.base import PageGroupInput, PageImage
-    from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-    from ocr_worker.engines.unlimited_ocr.sections import page_results
+    from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
+    from ocr_worker.engines.unlimited_ocr.output.sections import page_results
 
     small = np.zeros((1024, 724, 3), dtype=np.uint8)  # A4 drawn for the model
     page = PageImage(1, small, size=(1654, 2339))  # A4 at 200 dpi

@@ -11,15 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.settings import load_settings
 from ocr_worker.engines.base import PageGroupInput, PageImage
-from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
-from ocr_worker.engines.unlimited_ocr.manifest import write_manifest
-from ocr_worker.engines.unlimited_ocr.page_guard import BUDGET_FLAG
-from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, Finished
-from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids
+from ocr_worker.engines.unlimited_ocr.model.manifest import write_manifest
+from ocr_worker.engines.unlimited_ocr.output.page_guard import BUDGET_FLAG
+from ocr_worker.engines.unlimited_ocr.output.sections import kept_section_ids
+from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
+from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, Finished
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
+from uocr_core.contracts import PageResult
+from uocr_core.settings import load_settings
 
 BUDGET = 6
 

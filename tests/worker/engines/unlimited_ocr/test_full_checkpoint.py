@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 from transformers.models.unlimited_ocr import UnlimitedOcrConfig
 
 from bench.full_checkpoint import official_config, write_tokenizer
-from ocr_worker.engines.unlimited_ocr.checkpoint import read_config
+from ocr_worker.engines.unlimited_ocr.model.checkpoint import read_config
 
 
 def test_the_official_config_reads_back_as_the_v1_architecture(tmp_path: Path) -> None:

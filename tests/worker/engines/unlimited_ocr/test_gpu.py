@@ -11,17 +11,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels
-from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
-from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
-from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-from ocr_worker.engines.unlimited_ocr.prefill_attention import (
+from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
+from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import (
     PREFILL_TILES,
     PrefillTile,
     paged_prefill_attention,
 )
-from ocr_worker.engines.unlimited_ocr.scheduler import DecodeRequest, NewSegment, Scheduler
-from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment, Scheduler
+from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import VisualKVWorkspace
 from tests.worker.engines.unlimited_ocr import reference
 from tests.worker.engines.unlimited_ocr.tiny_model import TINY_VISION
 
@@ -145,8 +145,8 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
     """At the real widths, in bf16: the dense first layer and an MoE layer (64 experts, top-6,
     shared experts) through our kernels, against transformers' modules; a wrong expert, row or
     weight would be off by ~100%, bf16 rounding by well under 1%."""
-    from ocr_worker.engines.unlimited_ocr import routing_kernels
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import (
+    from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import (
         MOE_MERGES,
         _DenseMlp,
         _MoeMlp,
@@ -191,7 +191,7 @@ def test_the_mlp_kernels_equal_the_models_mlps_in_bf16(model, tokens: int) -> No
 def test_the_pair_plan_on_the_card_sorts_as_a_stable_argsort(tokens: int) -> None:
     """The experts' pairs grouped by a counting sort on the card: a pass's 92k pairs over 23
     chunks, counted first, as torch's stable argsort groups them, and each pair's slot."""
-    from ocr_worker.engines.unlimited_ocr import moe_kernels
+    from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
 
     gen = torch.Generator(device=DEVICE).manual_seed(tokens)
     ids = torch.randint(0, 64, (tokens, 6), device=DEVICE, generator=gen, dtype=torch.int32)
@@ -202,7 +202,7 @@ def test_the_pair_plan_on_the_card_sorts_as_a_stable_argsort(tokens: int) -> Non
 
 
 def test_greedy_on_the_card_picks_what_argmax_picks() -> None:
-    from ocr_worker.engines.unlimited_ocr.sampling import greedy
+    from ocr_worker.engines.unlimited_ocr.step.sampling import greedy
 
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     logits = torch.randn(128, 129280, device=DEVICE, generator=gen)
@@ -215,8 +215,8 @@ def test_greedy_on_the_card_picks_what_argmax_picks() -> None:
 
 def test_the_token_choice_in_kernels_on_the_card_equals_torchs() -> None:
     """128 rows of v1's vocabulary, compiled: both choices equal torch's ops', bans and ties."""
-    from ocr_worker.engines.unlimited_ocr import choice_kernels
-    from ocr_worker.engines.unlimited_ocr.sampling import choose
+    from ocr_worker.engines.unlimited_ocr.kernels import choice as choice_kernels
+    from ocr_worker.engines.unlimited_ocr.step.sampling import choose
 
     gen = torch.Generator(device=DEVICE).manual_seed(1)
     logits = torch.randn(128, 129280, device=DEVICE, generator=gen)
@@ -234,8 +234,8 @@ def test_the_token_choice_in_kernels_on_the_card_equals_torchs() -> None:
 def test_the_token_choice_compiles_once_for_any_usual_ban_count() -> None:
     """The ban table's width is a launch argument: one to seven bans a row share one build,
     so a row's new ban count stalls no decode step on a compile."""
-    from ocr_worker.engines.unlimited_ocr.choice_kernels import _slice_best
-    from ocr_worker.engines.unlimited_ocr.sampling import choose
+    from ocr_worker.engines.unlimited_ocr.kernels.choice import _slice_best
+    from ocr_worker.engines.unlimited_ocr.step.sampling import choose
 
     logits = torch.randn(2, 3000, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(6))
     builds = []
@@ -301,7 +301,7 @@ def test_a_prefill_pass_attends_in_one_launch_as_part_by_part() -> None:
     its launch for each part's last row alone (a prefill's last layer). A part that saw
     another's rows, or a mask aligned to the wrong corner, is off by ~100% on the rows it
     changes."""
-    from ocr_worker.engines.unlimited_ocr import prefill_part
+    from ocr_worker.engines.unlimited_ocr.step import prefill_part
 
     q, k_pool, v_pool, packed, expected = _three_groups_pass()
     parts, lasts = packed.parts, packed.last_rows

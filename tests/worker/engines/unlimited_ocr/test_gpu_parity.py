@@ -112,8 +112,8 @@ def write_tokenizer(path: Path) -> Path:
 def build_engine(model: Any, tokenizer_dir: Path, device: torch.device) -> Any:
     from tokenizers import Tokenizer
 
-    from ocr_api.core.settings import load_settings
-    from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
+    from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
+    from uocr_core.settings import load_settings
 
     settings = load_settings(engine="unlimited_ocr", model_path=tokenizer_dir)  # as shipped
     tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace, WorkspaceError
+from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import (
+    VisualKVWorkspace,
+    WorkspaceError,
+)
 
 
 def test_blocks_are_handed_out_and_returned_exactly() -> None:

@@ -9,20 +9,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from ocr_worker.engines.unlimited_ocr.checkpoint import load_model, read_config
-from ocr_worker.engines.unlimited_ocr.decode_loop import DecodeLoop
-from ocr_worker.engines.unlimited_ocr.kv_workspace import VisualKVWorkspace
-from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner
-from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-from ocr_worker.engines.unlimited_ocr.sampling import Chosen
-from ocr_worker.engines.unlimited_ocr.scheduler import (
+from ocr_worker.engines.unlimited_ocr.model.checkpoint import load_model, read_config
+from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.runtime.decode_loop import DecodeLoop
+from ocr_worker.engines.unlimited_ocr.runtime.scheduler import (
     DecodeRequest,
     Finished,
     NewSegment,
     Scheduler,
     free_segments,
 )
-from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
+from ocr_worker.engines.unlimited_ocr.step.sampling import Chosen
+from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import VisualKVWorkspace
 from tests.worker.engines.unlimited_ocr import reference
 from tests.worker.engines.unlimited_ocr.tiny_model import WINDOW, write_tiny_checkpoint
 
@@ -486,7 +486,7 @@ def test_the_ring_holds_the_fed_ids_kv_as_r_swa_computes_it(model) -> None:  # t
 def test_greedy_picks_what_argmax_picks_ties_and_all() -> None:
     """The scheduler's two-pass argmax: the first of equal maxima, wherever they fall
     (inside one chunk, across chunks, at either end of the vocabulary)."""
-    from ocr_worker.engines.unlimited_ocr.sampling import greedy
+    from ocr_worker.engines.unlimited_ocr.step.sampling import greedy
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(6, 129280, generator=g)

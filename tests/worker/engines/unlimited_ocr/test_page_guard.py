@@ -4,7 +4,7 @@ page's section (transformers' multi-page integration test expects the output to 
 
 from __future__ import annotations
 
-from ocr_worker.engines.unlimited_ocr.page_guard import (
+from ocr_worker.engines.unlimited_ocr.output.page_guard import (
     BUDGET_FLAG,
     EARLY_END_FLAG,
     EXTRA_SECTIONS_FLAG,
@@ -13,7 +13,7 @@ from ocr_worker.engines.unlimited_ocr.page_guard import (
     PREAMBLE_FLAG,
     PageGuard,
 )
-from ocr_worker.engines.unlimited_ocr.sections import kept_section_ids
+from ocr_worker.engines.unlimited_ocr.output.sections import kept_section_ids
 
 EOS = 1
 # "<PAGE>" as one id (9), or spelled "<" (10) "PAGE" (11) ">" (12), or ">\n" (13) at the end.

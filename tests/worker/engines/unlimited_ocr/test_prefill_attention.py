@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compiled in t
 if not torch.cuda.is_available():  # tests/conftest.py sets it too, before triton's first import
     os.environ["TRITON_INTERPRET"] = "1"
 
-from ocr_worker.engines.unlimited_ocr.prefill_attention import (  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import (  # noqa: E402
     PrefillTile,
     paged_prefill_attention,
 )

@@ -10,7 +10,7 @@ from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
 )
 
 from bench.engine_bench import build_model
-from ocr_worker.engines.unlimited_ocr.sam_attention import use_fused_rel_pos
+from ocr_worker.engines.unlimited_ocr.model.sam_attention import use_fused_rel_pos
 from tests.numerics import assert_same_sums
 
 

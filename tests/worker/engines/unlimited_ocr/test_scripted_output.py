@@ -11,20 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ocr_api.core.contracts import PageResult
-from ocr_api.core.settings import load_settings
 from ocr_worker.engines.base import PageGroupInput, PageImage
-from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
-from ocr_worker.engines.unlimited_ocr.page_guard import (
+from ocr_worker.engines.unlimited_ocr.output.page_guard import (
     BUDGET_FLAG,
     EARLY_END_FLAG,
     EXTRA_SECTIONS_FLAG,
     LOOP_FLAG,
     PREAMBLE_FLAG,
 )
-from ocr_worker.engines.unlimited_ocr.sections import EMPTY_FLAG
+from ocr_worker.engines.unlimited_ocr.output.sections import EMPTY_FLAG
+from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
 from tests.worker.engines.unlimited_ocr.scripted_model import Script, ScriptedModel
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
+from uocr_core.contracts import PageResult
+from uocr_core.settings import load_settings
 
 BUDGET = 80  # tokens a page; every scripted page but the looping one fits well inside
 

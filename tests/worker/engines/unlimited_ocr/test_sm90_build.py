@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from ocr_worker.engines.unlimited_ocr.prefill_attention import PREFILL_TILES
-from ocr_worker.engines.unlimited_ocr.triton_kernels import TILES
+from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import TILES
+from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import PREFILL_TILES
 from tests.worker.engines.unlimited_ocr.sm90_build import H200_SHARED_PER_BLOCK, LAYOUTS
 
 # A decode step of 1 and of 16 sequences (narrow tiles), of 128 (wide), and an 8-page group's

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ocr_worker.engines.unlimited_ocr.kv_workspace import WorkspaceBlocks
-from ocr_worker.engines.unlimited_ocr.page_guard import PageGuard
-from ocr_worker.engines.unlimited_ocr.sequence import Segment, Sequence
-from ocr_worker.engines.unlimited_ocr.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
+from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
+from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import WorkspaceBlocks
+from ocr_worker.engines.unlimited_ocr.workspace.sequence import Segment, Sequence
 
 BLOCK, HEADS, DIM = 4, 2, 8
 

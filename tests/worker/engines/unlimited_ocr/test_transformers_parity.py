@@ -288,7 +288,7 @@ def reference(checkpoint: Path) -> Any:
     """transformers' own model from the checkpoint, loaded apart from the engine's."""
     from transformers.models.unlimited_ocr import UnlimitedOcrForConditionalGeneration
 
-    from ocr_worker.engines.unlimited_ocr.checkpoint import read_config
+    from ocr_worker.engines.unlimited_ocr.model.checkpoint import read_config
 
     return UnlimitedOcrForConditionalGeneration.from_pretrained(
         str(checkpoint), config=read_config(checkpoint), dtype=torch.float32
@@ -298,8 +298,8 @@ def reference(checkpoint: Path) -> Any:
 @pytest.fixture(scope="module")
 def engines(checkpoint: Path) -> dict[str, Any]:
     """The engine as shipped (R-SWA, one page in gundam), and one with gundam off."""
-    from ocr_api.core.settings import load_settings
-    from ocr_worker.engines.unlimited_ocr.engine import UnlimitedOcrEngine
+    from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
+    from uocr_core.settings import load_settings
 
     def build(**options: Any) -> UnlimitedOcrEngine:
         settings = load_settings(

@@ -17,15 +17,18 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compiled in t
 if not torch.cuda.is_available():  # tests/conftest.py sets it too, before triton's first import
     os.environ["TRITON_INTERPRET"] = "1"
 
-from ocr_worker.engines.unlimited_ocr import choice_kernels  # noqa: E402
-from ocr_worker.engines.unlimited_ocr import routing_kernels as routing  # noqa: E402
-from ocr_worker.engines.unlimited_ocr import triton_kernels as kernels  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.batch_rows import BatchRows  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.checkpoint import load_model  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.choice_kernels import choose_on_device  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.model_runner import ModelRunner  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.sampling import choose  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.step_inputs import rotary_table, step_inputs  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kernels import choice as choice_kernels  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kernels import routing  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kernels.choice import choose_on_device  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.model.checkpoint import load_model  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.step.batch_rows import BatchRows  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.step.sampling import choose  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.step.step_inputs import (  # noqa: E402
+    rotary_table,
+    step_inputs,
+)
 from tests.numerics import FP32_EPS, assert_same_sums  # noqa: E402
 from tests.worker.engines.unlimited_ocr import reference  # noqa: E402
 from tests.worker.engines.unlimited_ocr.test_model_runner import (  # noqa: E402
@@ -225,7 +228,7 @@ def _live(module: Any, seed: int) -> Any:
 def test_the_moe_kernels_equal_the_models_moe_layer(tokens: int) -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp, fused_mlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import _MoeMlp, fused_mlp
 
     moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=tokens)
     moe.experts.config._experts_implementation = "eager"  # a module alone has none set
@@ -256,7 +259,7 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan(monkeypatch) -> None:  #
     included (a pair in another's row would be off by the values themselves)."""
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp
 
     moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=11)
     moe.experts.config._experts_implementation = "eager"
@@ -301,7 +304,7 @@ def test_the_moe_kernels_tiles_transposed_give_the_models_values(tokens: int, si
     numpy and the processor's BLAS choose, which differs between the two layouts)."""
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp
 
     config = _text_config(**sizes)
     moe = _live(UnlimitedOcrTextMoe(config), seed=20 + tokens)
@@ -361,7 +364,7 @@ def test_a_prefills_moe_through_the_sorted_pair_table_equals_the_models(monkeypa
     layer as the model's, each expert over several 64-row blocks."""
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp
 
     moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=9)
     moe.experts.config._experts_implementation = "eager"
@@ -419,7 +422,7 @@ def test_a_prefills_moe_through_torchs_grouped_gemm_equals_the_models(
         UnlimitedOcrTextRMSNorm,
     )
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp, mlp_add_and_norm
 
     moe = _live(UnlimitedOcrTextMoe(_text_config(routed_scaling_factor=2.5)), seed=11)
     moe.experts.config._experts_implementation = implementation
@@ -472,7 +475,7 @@ def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tok
         UnlimitedOcrTextRMSNorm,
     )
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp, mlp_add_and_norm
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp, mlp_add_and_norm
 
     moe = _live(UnlimitedOcrTextMoe(_text_config()), seed=tokens + 1)
     moe.experts.config._experts_implementation = "eager"
@@ -490,7 +493,7 @@ def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tok
             ways[merge] = (ours(h), *mlp_add_and_norm(ours, x, h, norm))
     # launches merged or not sum the experts' outputs in their own orders; the norm adds a mean
     terms = _moe_sums(moe.config) + 160
-    for merge, outputs in ways.items():
+    for outputs in ways.values():
         for got, same, want in zip(outputs, ways["none"], expected, strict=True):
             assert_same_sums(got, same, length=terms)
             assert_same_sums(got, want, length=terms)
@@ -499,7 +502,7 @@ def test_shared_experts_beside_the_routed_and_the_norm_fused_change_no_value(tok
 def test_the_dense_mlp_kernels_equal_the_models_first_layer_mlp() -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMLP
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import _DenseMlp, fused_mlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import _DenseMlp, fused_mlp
 
     mlp = _live(UnlimitedOcrTextMLP(_text_config()), seed=3)
     assert fused_mlp(mlp) is mlp  # by default the dense MLP stays with the module (cuBLAS)
@@ -514,14 +517,14 @@ def test_the_dense_mlp_kernels_equal_the_models_first_layer_mlp() -> None:
 def test_an_mlp_the_kernels_do_not_cover_stays_the_module() -> None:
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrTextMoe
 
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import fused_mlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp
 
     grouped = UnlimitedOcrTextMoe(_text_config(topk_method="group_limited_greedy", n_group=2))
     assert fused_mlp(grouped) is grouped
 
 
 def kernels_moe():  # type: ignore[no-untyped-def]
-    from ocr_worker.engines.unlimited_ocr import moe_kernels
+    from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
 
     return moe_kernels
 
@@ -583,7 +586,7 @@ def test_decoding_with_the_kernels_matches_the_reference_token_for_token(  # typ
     runner = scheduler.runner
     fused = runner.fused
     assert fused is not None
-    from ocr_worker.engines.unlimited_ocr.fused_mlp import _MoeMlp
+    from ocr_worker.engines.unlimited_ocr.step.fused_mlp import _MoeMlp
 
     assert fused.mlps[0] is model.model.language_model.layers[0].mlp  # cuBLAS's, dense
     assert all(isinstance(mlp, _MoeMlp) for mlp in fused.mlps[1:])  # the MoEs through ours

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from ocr_worker.engines.base import PageGroupInput
-from ocr_worker.engines.unlimited_ocr.vision_batcher import VisionBatcher
+from ocr_worker.engines.unlimited_ocr.runtime.vision_batcher import VisionBatcher
 from tests.worker.engines.unlimited_ocr.test_engine import _engine, _page, _timeless, checkpoint
 
 __all__ = ["checkpoint"]  # the tiny checkpoint fixture, shared with test_engine

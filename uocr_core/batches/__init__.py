@@ -1,0 +1,1 @@
+"""Batches: many documents submitted as one, their progress and their completion."""

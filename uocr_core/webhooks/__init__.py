@@ -1,0 +1,1 @@
+"""Webhooks: the events recorded, their signed delivery, the URL policy and dead letters."""
