@@ -4,7 +4,7 @@ v1's shape, the way a step runs it: 12 layers, each sequence reading its page gr
 128-row ring, replayed from a CUDA graph. Side by side in one run:
 
 - ``gather_sdpa``: the rows copied out of the pool, then torch's SDPA (the torch step's way);
-- every tile of triton_kernels.TILES (or ``--tiles``) at several program targets (slices a head);
+- every tile of tuning.TILES (or ``--tiles``) at several program targets (slices a head);
 - ``before``: the fastest CUDA-core tile at 1,024 programs, the best Triton's autotuner could
   pick before (it picked on the graphs' padding rows, so the engine ran no faster than this);
 - ``default``: triton_kernels.attention_plan for this card and batch, what the engine runs.
@@ -30,6 +30,7 @@ import triton
 
 from bench.mlp_bench import graphed_us
 from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import tuning
 
 LAYERS, HEADS, DIM = 12, 10, 128  # v1's decoder
 BLOCK_ROWS, PAGE_TOKENS, PAGES, WINDOW = 32, 273, 8, 128
@@ -51,40 +52,40 @@ def row_table(batch: int, generator: torch.Generator) -> tuple[torch.Tensor, int
     return torch.stack(tables), batch * blocks_each * BLOCK_ROWS
 
 
-def tile_name(tile: kernels.Tile) -> str:
+def tile_name(tile: tuning.Tile) -> str:
     return f"{'mma' if tile.mma else 'cuda'}_b{tile.block}_w{tile.warps}_s{tile.stages}"
 
 
-def parse_tile(name: str) -> kernels.Tile:
+def parse_tile(name: str) -> tuning.Tile:
     """``mma_b16_w1_s4`` (tile_name's form) as a Tile."""
     try:
         form, block, warps, stages = name.split("_")
         assert form in ("mma", "cuda") and block[0] == "b" and warps[0] == "w" and stages[0] == "s"
-        return kernels.Tile(int(block[1:]), int(warps[1:]), int(stages[1:]), mma=form == "mma")
+        return tuning.Tile(int(block[1:]), int(warps[1:]), int(stages[1:]), mma=form == "mma")
     except (ValueError, AssertionError):
         raise argparse.ArgumentTypeError(f"{name!r} is not a tile such as mma_b16_w1_s3") from None
 
 
-def parse_plan(text: str) -> kernels.AttentionPlan:
+def parse_plan(text: str) -> tuning.AttentionPlan:
     """``mma_b32_w1_s3@4096`` (the grid's names) as the plan of the steps over 16 sequences."""
     tile, _, programs = text.partition("@")
     if not programs.isdigit() or int(programs) == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a plan such as mma_b32_w1_s3@4096")
-    return kernels.AttentionPlan(kernels.ANY, parse_tile(tile), int(programs))
+    return tuning.AttentionPlan(tuning.ANY, parse_tile(tile), int(programs))
 
 
-def plan_name(plan: kernels.AttentionPlan) -> str:
+def plan_name(plan: tuning.AttentionPlan) -> str:
     """parse_plan's form: ``mma_b32_w1_s3@4096``."""
     return f"{tile_name(plan.tile)}@{plan.programs}"
 
 
-def with_plan(card: str, plan: kernels.AttentionPlan) -> tuple[kernels.AttentionPlan, ...]:
+def with_plan(card: str, plan: tuning.AttentionPlan) -> tuple[tuning.AttentionPlan, ...]:
     """The card's plans for steps of up to 16 sequences, then ``plan`` for every larger step."""
     return (*(kept for kept in kernels.plans_for(card) if kept.up_to <= 16), plan)
 
 
 def measure(
-    batch: int, targets: list[int], tiles: list[kernels.Tile], device: torch.device
+    batch: int, targets: list[int], tiles: list[tuning.Tile], device: torch.device
 ) -> dict[str, Any]:
     """One batch size: SDPA, the grid, the default; µs per step of 12 layers."""
     generator = torch.Generator().manual_seed(batch)
@@ -97,7 +98,7 @@ def measure(
     q = torch.randn(LAYERS, batch, HEADS, DIM, device=device, dtype=torch.bfloat16)
     width = rows.shape[1]
 
-    def ours(tile: kernels.Tile, programs: int | None) -> torch.Tensor:
+    def ours(tile: tuning.Tile, programs: int | None) -> torch.Tensor:
         return torch.stack(
             [
                 kernels.paged_decode_attention(
@@ -137,7 +138,7 @@ def measure(
     report["grid_us"] = grid
     old = [us for name, us in grid.items() if name.startswith("cuda") and name.endswith("@1024")]
     before = min(old, default=float("nan"))
-    plan = kernels.attention_plan(batch, kernels.card_name(device))
+    plan = kernels.attention_plan(batch, tuning.card_name(device))
     record("default", functools.partial(ours, plan.tile, plan.programs))
     fastest = min(grid, key=grid.__getitem__)
     report["before_us"] = before
@@ -152,7 +153,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
     parser.add_argument("--targets", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument(
-        "--tiles", type=parse_tile, nargs="+", help="the grid's tiles (triton_kernels.TILES)"
+        "--tiles", type=parse_tile, nargs="+", help="the grid's tiles (tuning.TILES)"
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -160,10 +161,10 @@ def main() -> None:
     results: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device),
         "triton": triton.__version__,
-        "plans": str(kernels.plans_for(kernels.card_name(device))),
+        "plans": str(kernels.plans_for(tuning.card_name(device))),
     }
     for batch in args.batches:
-        report = measure(batch, args.targets, args.tiles or kernels.TILES, device)
+        report = measure(batch, args.targets, args.tiles or tuning.TILES, device)
         results[f"batch_{batch}"] = report
         torch.cuda.empty_cache()  # the pools of this batch size are gone
         for name in ("gather_sdpa", "default"):

@@ -24,12 +24,7 @@ import torch
 
 from bench import attention_bench, mlp_bench
 from bench.full_checkpoint import randomize
-from ocr_worker.engines.unlimited_ocr.kernels import (
-    decode_attention as triton_kernels,
-)
-from ocr_worker.engines.unlimited_ocr.kernels import (
-    moe as moe_kernels,
-)
+from ocr_worker.engines.unlimited_ocr.kernels import tuning
 from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.runtime.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment, Scheduler
@@ -399,14 +394,15 @@ def main() -> None:
         "--moe-tiles",
         choices=[name for name, tiles in mlp_bench.VARIANTS.items() if tiles],
         help="mlp_bench's tiles of this name for every MoE launch of FEW_TOKENS+1 to "
-        "SORT_PAIRS_ABOVE rows (moe_kernels.MANY_TOKENS_TILES: the steps of 33-256 sequences; "
+        "SORT_PAIRS_ABOVE rows (the card's moe_many_tokens in kernels/tuning.py: the steps of "
+        "33-256 sequences; "
         "a prefill's MoE by --prefill-moe grouped_mm is torch's GEMMs either way)",
     )
     parser.add_argument(
         "--attention-plan",
         type=attention_bench.parse_plan,
         help="attention_bench's tile@programs for the steps over 16 sequences on this card "
-        "(triton_kernels.PLANS)",
+        "(the card's attention plans in kernels/tuning.py)",
     )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
@@ -417,7 +413,7 @@ def main() -> None:
     fused_step.PREFILL_ATTENTION = args.prefill_attention
     model, device, dtype = bench_model(args.tiny)
     text = model.config.text_config
-    card = triton_kernels.card_name(device)
+    card = tuning.card_name(device)
     plan = args.attention_plan and attention_bench.plan_name(args.attention_plan)
     results: dict = {
         "device": card,
@@ -426,9 +422,9 @@ def main() -> None:
     if args.moe_tiles:
         tiles = mlp_bench.VARIANTS[args.moe_tiles]
         assert tiles is not None  # (choices holds the named tile sets only)
-        moe_kernels.MANY_TOKENS_TILES = tiles
+        tuning.retune(card, moe_many_tokens=tiles)
     if args.attention_plan:  # before any step graph is captured
-        triton_kernels.PLANS[card] = attention_bench.with_plan(card, args.attention_plan)
+        tuning.retune(card, attention=attention_bench.with_plan(card, args.attention_plan))
     engines = {"rswa": Engine(model, args, device, dtype, 0)}
     if args.sr_swa_blocks:
         engines["srswa"] = Engine(model, args, device, dtype, args.sr_swa_blocks)

@@ -1,5 +1,5 @@
 """One decoder MLP layer of the full-size v1 (random bf16 weights) for the decode step: ours
-(moe_kernels.py, several tile shapes) against transformers' own module (its grouped_mm experts),
+(kernels/moe.py, several tile shapes) against transformers' own module (its grouped_mm experts),
 side by side, each replayed from a CUDA graph as the step runs it.
 
     python3 -m bench.mlp_bench [--tokens 1 16 128]
@@ -21,11 +21,11 @@ from typing import Any
 import torch
 from triton.runtime.errors import OutOfResources
 
-from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
 from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
+from ocr_worker.engines.unlimited_ocr.kernels import tuning
 from ocr_worker.engines.unlimited_ocr.step.fused_mlp import MOE_MERGES, fused_mlp
 
-Tiles = moe_kernels.Tiles
+Tiles = tuning.Tiles
 VARIANTS: dict[str, Tiles | None] = {
     "default": None,  # moe_kernels.tiles_for(tokens)
     "k64": Tiles(k=64),

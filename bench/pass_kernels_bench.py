@@ -1,9 +1,9 @@
 """A prefill pass's small kernels at v1's shape, each launch side by side with the one the
 engine ran before, replayed from CUDA graphs (mlp_bench.graphed_us):
 
-- ``rope_store`` (triton_kernels): the pass's rows of 10 heads, by heads a program; one head a
+- ``rope_store`` (kernels/norms.py): the pass's rows of 10 heads, by heads a program; one head a
   program is the launch before, all of a row's the default now;
-- the fused routing (routing_kernels._route_rows): the pass's rows by tokens a program; 16 a
+- the fused routing (kernels/routing.py: _route_rows): the pass's rows by tokens a program; 16 a
   program is the launch before.
 
     python3 -m bench.pass_kernels_bench [--rows 15295 128] [--out pass_kernels.json]
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from bench.mlp_bench import graphed_us
-from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import norms
 from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
 
 HIDDEN, HEADS, DIM, EXPERTS, TOP_K = 1280, 10, 128, 64, 6  # v1's decoder
@@ -45,7 +45,7 @@ def rope_row(rows: int, device: torch.device) -> dict[str, float]:
     row: dict[str, float] = {}
     for block in HEADS_BLOCKS:
         us = graphed_us(
-            functools.partial(kernels.rope_store, qkv, cos, sin, k_pool, v_pool, write, block)
+            functools.partial(norms.rope_store, qkv, cos, sin, k_pool, v_pool, write, block)
         )
         row[f"heads_{block}_us"] = us
         row[f"heads_{block}_tb_s"] = moved / us / 1e6

@@ -3,7 +3,7 @@ from CUDA graphs (mlp_bench.graphed_us):
 
 - ``flash``: K and V gathered out of the pool, then torch's varlen flash attention (FA2), the
   engine's launch before (PrefillPass.attend);
-- each of prefill_attention.PREFILL_TILES: the Triton kernel reading the pool in place.
+- each of tuning.PREFILL_TILES: the Triton kernel reading the pool in place.
 
     python3 -m bench.prefill_attention_bench [--groups 7] [--out prefill_attention.json]
 
@@ -22,11 +22,12 @@ from pathlib import Path
 import torch
 
 from bench.mlp_bench import graphed_us
-from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import (
-    PREFILL_TILE,
+from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import paged_prefill_attention
+from ocr_worker.engines.unlimited_ocr.kernels.tuning import (
     PREFILL_TILES,
     PrefillTile,
-    paged_prefill_attention,
+    card_name,
+    tuning_for,
 )
 from tests.worker.engines.unlimited_ocr.prefill_passes import packed_pass
 
@@ -81,6 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device("cuda")
     report: dict[str, object] = {"device": torch.cuda.get_device_name(), "groups": args.groups}
+    default = tuning_for(card_name(device)).prefill_attention
     for past in (0, PAGE_ROWS):
         row = measure(args.groups, past, device)
         report[f"past_{past}"] = row
@@ -91,7 +93,7 @@ def main() -> None:
         for tile in PREFILL_TILES:
             name = _name(tile)
             us, error = row[f"{name}_us"], row[f"{name}_error"]
-            mark = " (default)" if tile == PREFILL_TILE else ""
+            mark = " (default)" if tile == default else ""
             print(
                 f"  {name:<24} {us:7.1f} µs  {flash / us:.2f}x  {row['gflop'] / us * 1e3:5.0f} "
                 f"TFLOP/s  error {error:.2%}{mark}"

@@ -1,8 +1,8 @@
 """The engine's settings A/B on one card, each against the default:
-- the experts' tiles of a step of many sequences (moe_kernels.MANY_TOKENS_TILES, mlp_bench's
-  named sets);
-- the attention's plans (another card's triton_kernels.PLANS on this one, or attention_bench's
-  tile@programs for the steps over 16 sequences); with ``--together``, both;
+- the experts' tiles of a step of many sequences (the card's moe_many_tokens in
+  kernels/tuning.py, mlp_bench's named sets);
+- the attention's plans (another card's plans in kernels/tuning.py on this one, or
+  attention_bench's tile@programs for the steps over 16 sequences); with ``--together``, both;
 - a prefill's last layer through every row, as before 2026-12-06 (fused_step.FusedStep.prefill
   now takes each part's last row alone past its k and v);
 - a pass's first tokens read before the next step, as before 2026-12-06 (scheduler.Scheduler.
@@ -33,17 +33,16 @@ from pathlib import Path
 
 from bench import attention_bench, engine_bench, mlp_bench
 from bench.engine_bench import Engine
-from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as attention
-from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
+from ocr_worker.engines.unlimited_ocr.kernels import tuning
 from ocr_worker.engines.unlimited_ocr.step import fused_step
 from ocr_worker.engines.unlimited_ocr.step.cuda_graphs import CudaGraphSteps
 
-Plans = tuple[attention.AttentionPlan, ...]
+Plans = tuple[tuning.AttentionPlan, ...]
 
 
 @dataclass(frozen=True)
 class Setup:
-    tiles: moe_kernels.Tiles  # the experts' for a step of many sequences
+    tiles: tuning.Tiles  # the experts' for a step of many sequences
     plans: Plans  # the attention's on this card
     whole_last_layer: bool = False  # a prefill's last layer through every row
     first_tokens_at_once: bool = False  # a pass's read before the next step is launched
@@ -52,8 +51,8 @@ class Setup:
 
 def use(engine: Engine, setup: Setup, retired: list[CudaGraphSteps]) -> None:
     """The engine with ``setup``, its steps in graphs captured anew."""
-    moe_kernels.MANY_TOKENS_TILES = setup.tiles
-    attention.PLANS[attention.card_name(engine.device)] = setup.plans
+    card = tuning.card_name(engine.device)
+    tuning.retune(card, moe_many_tokens=setup.tiles, attention=setup.plans)
     runner = engine.runner
     if runner.fused is not None:
         runner.fused.whole_last_layer = setup.whole_last_layer
@@ -79,7 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     named = [name for name, tiles in mlp_bench.VARIANTS.items() if tiles]
     parser.add_argument("--tiles", nargs="*", choices=named, default=[])
-    parser.add_argument("--attention", nargs="*", choices=list(attention.PLANS), default=[])
+    parser.add_argument("--attention", nargs="*", choices=list(tuning.CARDS), default=[])
     parser.add_argument(
         "--attention-plan",
         nargs="*",
@@ -124,13 +123,12 @@ def main() -> None:
         parser.error("--together pairs --tiles with --attention-plan: name both")
     model, device, dtype = engine_bench.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
-    tiles = moe_kernels.MANY_TOKENS_TILES
-    card = attention.card_name(device)
-    plans = attention.plans_for(card)
+    card = tuning.card_name(device)
+    tiles, plans = tuning.tuning_for(card).moe_many_tokens, tuning.tuning_for(card).attention
     sets = {"default": Setup(tiles, plans)}
     sets |= {name: Setup(mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
     for other in args.attention:
-        sets[f"attention of {other}"] = Setup(tiles, attention.PLANS[other])
+        sets[f"attention of {other}"] = Setup(tiles, tuning.CARDS[other].attention)
     for plan in args.attention_plan:
         planned, label = attention_bench.with_plan(card, plan), attention_bench.plan_name(plan)
         sets[f"attention {label}"] = Setup(tiles, planned)

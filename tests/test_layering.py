@@ -110,13 +110,15 @@ def _a_cycle(arrows: dict[str, set[str]]) -> list[str] | None:
     path: list[str] = []
 
     def visit(node: str) -> list[str] | None:
-        state[node], _ = 1, path.append(node)
+        state[node] = 1
+        path.append(node)
         for nxt in sorted(arrows.get(node, ())):
             if state.get(nxt) == 1:
                 return [*path[path.index(nxt) :], nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
-        state[node], _ = 2, path.pop()
+        state[node] = 2
+        path.pop()
         return None
 
     for node in sorted(arrows):

@@ -1,112 +1,36 @@
-"""Fused kernels for the decode step (Triton; GPU, or Triton's interpreter in tests).
+"""The decode step's attention over the block pool (Triton; GPU, or Triton's interpreter in
+tests).
 
-The profile of the step as plain torch ops (bench/step_profile.py, results in bench/RESULTS.md)
-showed where the time goes: at 128 sequences, copying every sequence's ~2,300 KV rows out of
-the block pool so that SDPA can read them (10 ms of 19), then SDPA with a mask (4 ms); at one
-sequence, ~950 tiny kernels (RMSNorm alone is seven per call, RoPE a dozen per layer).
+The profile of the step as plain torch ops (bench/step_profile.py) showed where the time goes:
+at 128 sequences, copying every sequence's ~2,300 KV rows out of the block pool so that SDPA
+can read them (10 ms of 19), then SDPA with a mask (4 ms).
 
-- ``paged_decode_attention`` reads K/V straight from the pool through the row table, one
-  program per (sequence, head, slice of rows), with an online softmax ("flash decoding"); a
-  second kernel merges the slices. No gathered copy is ever written.
-- ``rope_store`` rotates q and k from the fused QKV projection and writes k and v into their
-  ring slots: one kernel where there were fourteen.
-- ``add_rms_norm`` adds the residual and normalises, one kernel where there were eight, with
-  the rounding of transformers' RMSNorm (fp32 statistics, normalised value in the model's dtype,
-  then times the weight).
+``paged_decode_attention`` reads K/V straight from the pool through the row table, one program
+per (sequence, head, slice of rows), with an online softmax ("flash decoding"); a second kernel
+merges the slices. No gathered copy is ever written. Its tile and program count come from the
+card's table (tuning.py).
 """
 
 from __future__ import annotations
-
-import functools
-from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
+from ocr_worker.engines.unlimited_ocr.kernels.tuning import (
+    AttentionPlan,
+    Tile,
+    card_name,
+    tuning_for,
+)
+
 ROW_GRAIN = 16  # a slice's rows are a multiple of this
 QUERY_ROWS = tl.constexpr(16)  # the least M a tensor-core product takes: the query, padded
 
 
-class Tile(NamedTuple):
-    """How a program runs its slice: ``block`` rows a tile; ``mma``: the tile's two products
-    on the tensor cores, the query padded to QUERY_ROWS rows. The padding is wasted work, but
-    it is the form Triton's pipeliner knows: the next tiles' K and V are copied into shared
-    memory ahead (``stages``) while this tile is reduced, so a program keeps tiles in flight;
-    the plain form (products on the CUDA cores) waits on each tile's loads."""
-
-    block: int
-    warps: int
-    stages: int = 3
-    mma: bool = False
-
-
-# The tiles bench/attention_bench.py times (and the sm_90 build test compiles). The engine's
-# tile and program counts come from its runs on each card (bench/RESULTS.md), not from Triton's
-# autotuner at run time: the engine first runs a shape in a CUDA graph's warm-up, whose padding
-# rows read one masked row; a choice timed on that workload left the step no faster on real rows.
-TILES = [
-    Tile(16, 2),
-    Tile(32, 4),
-    Tile(64, 4),
-    Tile(64, 8),
-    Tile(128, 8),
-    Tile(16, 1, mma=True),
-    Tile(16, 2, mma=True),
-    Tile(16, 2, 4, mma=True),
-    Tile(32, 1, mma=True),
-    Tile(32, 2, mma=True),
-    Tile(32, 4, mma=True),
-    Tile(64, 8, mma=True),
-]
-
-
-class AttentionPlan(NamedTuple):
-    """How a step of up to ``up_to`` sequences launches: its tile, and the programs it aims
-    for (attention_slices): enough slices a head to fill the card, few enough that the last
-    wave is not left mostly idle."""
-
-    up_to: int
-    tile: Tile
-    programs: int
-
-
-ANY = 1 << 30  # a plan for every larger step
-# Per card (torch.cuda.get_device_name), the fastest of attention_bench's grid over ~2,300 rows,
-# as a step's 12 layers take it. A card not listed takes the H200's, the issue's card.
-# - H200 (run B): 16-row tiles, 121 / 726 / 4,706 µs at 1 / 16 / 128 sequences.
-# - H100 (runs K, L): 32-row tiles from 2 sequences on, 842 µs at 16 and 6,045 at 128 against
-#   16-row tiles' 886 and 6,177; at one sequence, whose slices are 16 rows, 16-row tiles (129 µs
-#   against 138).
-PLANS = {
-    "NVIDIA H200": (
-        AttentionPlan(16, Tile(16, 1, mma=True), 2048),
-        AttentionPlan(ANY, Tile(16, 1, mma=True), 4096),
-    ),
-    "NVIDIA H100 80GB HBM3": (
-        AttentionPlan(1, Tile(16, 1, mma=True), 2048),
-        AttentionPlan(16, Tile(32, 1, mma=True), 2048),
-        AttentionPlan(ANY, Tile(32, 1, mma=True), 4096),
-    ),
-}
-DEFAULT_CARD = "NVIDIA H200"
-
-
-def card_name(device: torch.device) -> str:
-    """The card's name as torch gives it ("cpu" off the GPU), looked up once a card."""
-    if device.type != "cuda":
-        return "cpu"
-    return _card_name(device.index if device.index is not None else torch.cuda.current_device())
-
-
-@functools.cache
-def _card_name(index: int) -> str:
-    return torch.cuda.get_device_name(index)
-
-
 def plans_for(card: str) -> tuple[AttentionPlan, ...]:
     """The plans measured on ``card`` (card_name), or the H200's for a card not listed."""
-    return PLANS.get(card, PLANS[DEFAULT_CARD])
+    return tuning_for(card).attention
 
 
 def attention_plan(batch: int, card: str) -> AttentionPlan:
@@ -308,151 +232,3 @@ def paged_decode_attention(
         parts, out, HEADS=heads, DIM=dim, SLICES=slices, SLICES_POW2=triton.next_power_of_2(slices)
     )
     return out
-
-
-@triton.jit
-def _rotate_half(source, out, cos, sin, heads, real, DIM: tl.constexpr):
-    """Rotate-half RoPE of the heads ``heads`` (``real`` the ones that exist), each product
-    rounded as the torch ops round it; ``source`` and ``out`` point at head 0 of one row."""
-    columns = heads[:, None] * DIM + tl.arange(0, DIM // 2)[None, :]
-    mask = real[:, None]
-    dtype = out.dtype.element_ty
-    first = tl.load(source + columns, mask=mask).to(tl.float32)
-    second = tl.load(source + DIM // 2 + columns, mask=mask).to(tl.float32)
-    low = (first * cos).to(dtype).to(tl.float32) - (second * sin).to(dtype).to(tl.float32)
-    high = (second * cos).to(dtype).to(tl.float32) + (first * sin).to(dtype).to(tl.float32)
-    tl.store(out + columns, low.to(dtype), mask=mask)
-    tl.store(out + DIM // 2 + columns, high.to(dtype), mask=mask)
-
-
-@triton.jit
-def _rope_store(
-    qkv_ptr,
-    cos_ptr,
-    sin_ptr,
-    q_out_ptr,
-    k_pool_ptr,
-    v_pool_ptr,
-    write_rows_ptr,
-    HEADS: tl.constexpr,
-    HEADS_BLOCK: tl.constexpr,
-    DIM: tl.constexpr,
-):
-    """One row's HEADS_BLOCK heads a program (a power of two; the last block masked)."""
-    n = tl.program_id(0).to(tl.int64)
-    heads = tl.program_id(1) * HEADS_BLOCK + tl.arange(0, HEADS_BLOCK)
-    real = heads < HEADS
-    half = tl.arange(0, DIM // 2)[None, :]
-    cos = tl.load(cos_ptr + n * DIM + half).to(tl.float32)  # the table repeats its halves
-    sin = tl.load(sin_ptr + n * DIM + half).to(tl.float32)
-    source = qkv_ptr + n * 3 * HEADS * DIM
-    target = tl.load(write_rows_ptr + n).to(tl.int64) * (HEADS * DIM)
-    _rotate_half(source, q_out_ptr + n * HEADS * DIM, cos, sin, heads, real, DIM)
-    _rotate_half(source + HEADS * DIM, k_pool_ptr + target, cos, sin, heads, real, DIM)
-    columns = heads[:, None] * DIM + tl.arange(0, DIM)[None, :]
-    values = tl.load(source + 2 * HEADS * DIM + columns, mask=real[:, None])
-    tl.store(v_pool_ptr + target + columns, values, mask=real[:, None])
-
-
-def rope_store(
-    qkv: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    k_pool: torch.Tensor,
-    v_pool: torch.Tensor,
-    write_rows: torch.Tensor,
-    heads_block: int | None = None,
-) -> torch.Tensor:
-    """qkv: (N, 3·H·D) from the fused projection; cos/sin: (N, D) in the model's dtype.
-    Writes rotated k and v into pool rows ``write_rows`` (N,); returns rotated q: (N, H, D).
-    ``heads_block``: heads a program, a power of two; by default all of a row's: 84 µs a
-    layer at a prefill pass's 15,295 rows, against 139 at one head a program (H100, run F,
-    bench/pass_kernels_bench.py)."""
-    count = qkv.shape[0]
-    _, heads, dim = k_pool.shape
-    block = heads_block or triton.next_power_of_2(heads)
-    q = torch.empty(count, heads, dim, device=qkv.device, dtype=k_pool.dtype)
-    _rope_store[(count, triton.cdiv(heads, block))](
-        qkv.contiguous(),
-        cos.contiguous(),
-        sin.contiguous(),
-        q,
-        k_pool,
-        v_pool,
-        write_rows.contiguous(),
-        HEADS=heads,
-        HEADS_BLOCK=block,
-        DIM=dim,
-    )
-    return q
-
-
-@triton.jit
-def _add_rms_norm(
-    x_ptr,
-    delta_ptr,
-    weight_ptr,
-    sum_ptr,
-    out_ptr,
-    eps,
-    COLUMNS: tl.constexpr,
-    BLOCK: tl.constexpr,
-    ADD: tl.constexpr,
-):
-    n = tl.program_id(0)
-    columns = tl.arange(0, BLOCK)
-    inside = columns < COLUMNS
-    x = tl.load(x_ptr + n * COLUMNS + columns, mask=inside, other=0.0).to(tl.float32)
-    delta = x
-    if ADD:
-        delta = tl.load(delta_ptr + n * COLUMNS + columns, mask=inside, other=0.0).to(tl.float32)
-    residual_rms_norm(x, delta, weight_ptr, sum_ptr, out_ptr, n, columns, inside, eps, COLUMNS, ADD)
-
-
-@triton.jit
-def residual_rms_norm(
-    x,
-    delta,
-    weight_ptr,
-    sum_ptr,
-    out_ptr,
-    row,
-    columns,
-    inside,
-    eps,
-    COLUMNS: tl.constexpr,
-    ADD: tl.constexpr,
-):
-    """One row: x + delta (ADD; x and delta hold values of the model's dtype, in fp32) stored
-    at sum_ptr, then its RMSNorm times the weight at out_ptr, rounded as transformers rounds."""
-    dtype = out_ptr.dtype.element_ty
-    offsets = row * COLUMNS + columns
-    if ADD:  # the residual stream is kept in the model's dtype, as the torch ops keep it
-        x = (x + delta).to(dtype).to(tl.float32)
-        tl.store(sum_ptr + offsets, x.to(dtype), mask=inside)
-    variance = tl.sum(x * x, axis=0) / COLUMNS
-    normed = (x * tl.rsqrt(variance + eps)).to(dtype).to(tl.float32)
-    weight = tl.load(weight_ptr + columns, mask=inside, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offsets, (normed * weight).to(dtype), mask=inside)
-
-
-def add_rms_norm(
-    x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor, eps: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """x, delta: (N, C). Returns (x + delta, RMSNorm(x + delta)); without delta, (x, RMSNorm(x))."""
-    x = x.contiguous()
-    count, columns = x.shape
-    summed = torch.empty_like(x) if delta is not None else x
-    out = torch.empty_like(x)
-    _add_rms_norm[(count,)](
-        x,
-        x if delta is None else delta.contiguous(),
-        weight,
-        summed,
-        out,
-        eps,
-        COLUMNS=columns,
-        BLOCK=triton.next_power_of_2(columns),
-        ADD=delta is not None,
-    )
-    return summed, out

@@ -4,48 +4,23 @@ from the layer's block pool through the pass's row table.
 
 torch's varlen flash attention (FA2, PrefillPass._flash) takes each part's keys packed, so a
 layer first gathers K and V out of the pool (~100 µs a group of a pass on an H100), and then
-runs at ~250 TFLOP/s (~590 µs a group, bench/RESULTS.md run G). Here no gathered copy is
-written: a program takes BLOCK_M queries of one head of one part and streams that part's keys
-through the row table, as paged_decode_attention does for a step. Its arithmetic is flash
-attention's: fp32 scores and online softmax in base 2, p rounded to K/V's dtype for the second
-product.
+runs at ~250 TFLOP/s (~590 µs a group; bench/RESULTS.md, "GPU engine: kernels"). Here no
+gathered copy is written: a program takes BLOCK_M queries of one head of one part and streams
+that part's keys through the row table, as paged_decode_attention does for a step. Its
+arithmetic is flash attention's: fp32 scores and online softmax in base 2, p rounded to K/V's
+dtype for the second product. Its tile is the card's (tuning.py).
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import dot_precision
-
-
-class PrefillTile(NamedTuple):
-    """A program's queries (BLOCK_M) and the keys a loop step takes (BLOCK_N)."""
-
-    queries: int
-    keys: int
-    warps: int
-    stages: int
-
-
-# The tiles bench/prefill_attention_bench.py times (and the sm_90 build test compiles). On an
-# H100 (runs B and C, a pass of 7 groups, one layer): flash 414 µs with its gathers; 128 queries
-# by 64 keys in 4 warps 327 µs (1.27x, 262 TFLOP/s), 307 against flash's 384 with a page of
-# past rows each; four stages the same, and 128 x 128 in 8 warps; 128 x 64 in 8 warps and
-# 128 x 32 in 4 no faster than flash.
-PREFILL_TILES = [
-    PrefillTile(64, 64, 4, 3),
-    PrefillTile(128, 64, 4, 3),
-    PrefillTile(128, 64, 4, 4),
-    PrefillTile(128, 32, 4, 3),
-    PrefillTile(128, 64, 8, 3),
-    PrefillTile(128, 128, 8, 2),
-]
-PREFILL_TILE = PrefillTile(128, 64, 4, 3)
+from ocr_worker.engines.unlimited_ocr.kernels.tuning import PrefillTile, card_name, tuning_for
 
 
 # One compile a tile: a pass's count of query blocks and where its bounds start in memory
@@ -157,18 +132,20 @@ def paged_prefill_attention(
     rows: torch.Tensor,
     bounds: tuple[torch.Tensor, torch.Tensor],
     most_queries: int,
-    tile: PrefillTile = PREFILL_TILE,
+    tile: PrefillTile | None = None,
 ) -> torch.Tensor:
     """q: (T, H, D), every part's new rows in turn; k_pool/v_pool: (pool rows, H, D) of one
     layer; rows: every part's rows, one part after another (its past rows, then its new ones);
     bounds: int32 (parts + 1,) where each part's queries, and rows, start; most_queries: the
-    most queries of any part. Returns (T, H, D): each query over its part's rows up to its own."""
+    most queries of any part. Returns (T, H, D): each query over its part's rows up to its own.
+    ``tile``: by default the card's (tuning.py)."""
     tokens, heads, dim = q.shape
     if k_pool.stride(0) != heads * dim or v_pool.stride(0) != heads * dim:
         raise ValueError("the pool's rows must be whole: (pool rows, H, D), contiguous")
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     if tokens == 0:
         return out
+    tile = tile or tuning_for(card_name(q.device)).prefill_attention
     blocks = triton.cdiv(most_queries, tile.queries)
     parts = bounds[0].numel() - 1
     _prefill_attention[(blocks, heads, parts)](

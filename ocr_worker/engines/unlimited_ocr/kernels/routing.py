@@ -1,7 +1,7 @@
 """A MoE layer's routing for the decode step in Triton (GPU, or Triton's interpreter in tests):
 each token's fp32 router logits, their softmax, and the top-k experts with their weights, as
 transformers' fp32 router GEMM, softmax and top-k give them (the lowest index on a tie). The
-expert kernels (moe_kernels.py) read the top-k table on the GPU: no host sync, no sort.
+expert kernels (kernels/moe.py) read the top-k table on the GPU: no host sync, no sort.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A decoder layer's MoE through moe_kernels.py: routing, the chosen experts, the shared
+"""A decoder layer's MoE through kernels/moe.py: routing, the chosen experts, the shared
 experts and their sum (and, on request, the dense first layer as one SiLU-gated MLP). Built
 from the native modules' weights (no copy of the experts); the module itself stays the
 reference and the fallback for any shape or setting the kernels do not cover."""
@@ -10,13 +10,8 @@ from typing import Any
 
 import torch
 
-from ocr_worker.engines.unlimited_ocr.kernels import (
-    decode_attention as triton_kernels,
-)
-from ocr_worker.engines.unlimited_ocr.kernels import moe as kernels
-from ocr_worker.engines.unlimited_ocr.kernels import (
-    routing as routing_kernels,
-)
+from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
+from ocr_worker.engines.unlimited_ocr.kernels import norms, routing
 from ocr_worker.engines.unlimited_ocr.step.grouped_experts import dense_mlp, grouped_experts
 
 # Where a MoE layer's shared experts run (the benches compare them):
@@ -57,10 +52,10 @@ class _Unsupported(Exception):
 class _DenseMlp:
     def __init__(self, mlp: Any) -> None:
         self.gate_up, self.down = _stacked(mlp)
-        self.tiles: kernels.Tiles | None = None  # None: by the token count
+        self.tiles: moe_kernels.Tiles | None = None  # None: by the token count
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
-        return kernels.expert_mlp(h, self.gate_up, self.down, tiles=self.tiles)
+        return moe_kernels.expert_mlp(h, self.gate_up, self.down, tiles=self.tiles)
 
 
 class _MoeMlp:
@@ -71,17 +66,17 @@ class _MoeMlp:
         if getattr(experts, "has_bias", False) or _act_name(experts.act_fn) != "silu":
             raise _Unsupported
         hidden, inter = experts.down_proj.shape[1], experts.down_proj.shape[2]
-        if not kernels.tiles_fit(hidden, inter):
+        if not moe_kernels.tiles_fit(hidden, inter):
             raise _Unsupported
         self.router, self.top_k = router.weight, router.top_k
         self.scale = float(router.routed_scaling_factor)
         self.gate_up, self.down = experts.gate_up_proj, experts.down_proj
         self.shared_gate_up, self.shared_down = _stacked(moe.shared_experts)
-        self.tiles: kernels.Tiles | None = None  # None: by the token count
+        self.tiles: moe_kernels.Tiles | None = None  # None: by the token count
         self.merge: str | None = None  # None: merge_for(the token count)
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
-        return kernels.combine(*self._experts(h, self._layout(h)), self.top_k)
+        return moe_kernels.combine(*self._experts(h, self._layout(h)), self.top_k)
 
     def add_and_norm(
         self, x: torch.Tensor, h: torch.Tensor, norm: Any, grouped_mm: bool = False
@@ -93,9 +88,9 @@ class _MoeMlp:
             return self._grouped_add_and_norm(x, h, norm)
         merge = self._layout(h)
         if merge == "none":
-            return triton_kernels.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
+            return norms.add_rms_norm(x, self(h), norm.weight, norm.variance_epsilon)
         routed, shared = self._experts(h, merge)
-        return kernels.combine_add_rms_norm(
+        return moe_kernels.combine_add_rms_norm(
             routed, shared, self.top_k, x, norm.weight, norm.variance_epsilon
         )
 
@@ -107,23 +102,23 @@ class _MoeMlp:
     def _grouped_add_and_norm(
         self, x: torch.Tensor, h: torch.Tensor, norm: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)
+        ids, weights = routing.route(h, self.router, self.top_k, self.scale)
         rows, slots = grouped_experts(h, self.gate_up, self.down, ids)
         shared = dense_mlp(h, self.shared_gate_up[0], self.shared_down[0])
-        return kernels.combine_add_rms_norm(
+        return moe_kernels.combine_add_rms_norm(
             rows, shared, self.top_k, x, norm.weight, norm.variance_epsilon, (slots, weights)
         )
 
     def _experts(self, h: torch.Tensor, merge: str) -> tuple[torch.Tensor, torch.Tensor]:
-        ids, weights = routing_kernels.route(h, self.router, self.top_k, self.scale)
+        ids, weights = routing.route(h, self.router, self.top_k, self.scale)
         routed = (self.gate_up, self.down, ids, weights)
         shared = (self.shared_gate_up, self.shared_down)
         if merge != "none":
             split = merge == "down"
-            return kernels.moe_experts(h, routed, shared, self.tiles, split_gate_up=split)
+            return moe_kernels.moe_experts(h, routed, shared, self.tiles, split_gate_up=split)
         return (
-            kernels.expert_mlp(h, *routed, tiles=self.tiles),
-            kernels.expert_mlp(h, *shared, tiles=self.tiles),
+            moe_kernels.expert_mlp(h, *routed, tiles=self.tiles),
+            moe_kernels.expert_mlp(h, *shared, tiles=self.tiles),
         )
 
 
@@ -139,7 +134,7 @@ def mlp_add_and_norm(
     grouped GEMM (_MoeMlp.add_and_norm)."""
     if isinstance(mlp, _MoeMlp):
         return mlp.add_and_norm(x, h, norm, grouped_mm)
-    return triton_kernels.add_rms_norm(x, mlp(h), norm.weight, norm.variance_epsilon)
+    return norms.add_rms_norm(x, mlp(h), norm.weight, norm.variance_epsilon)
 
 
 def _stacked(mlp: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,7 +142,7 @@ def _stacked(mlp: Any) -> tuple[torch.Tensor, torch.Tensor]:
     if mlp.gate_proj.bias is not None or _act_name(mlp.act_fn) != "silu":
         raise _Unsupported
     down = mlp.down_proj.weight  # (hidden, I)
-    if not kernels.tiles_fit(*down.shape):
+    if not moe_kernels.tiles_fit(*down.shape):
         raise _Unsupported
     gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])  # gate rows first
     return gate_up[None], down[None]

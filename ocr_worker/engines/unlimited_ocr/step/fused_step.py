@@ -1,7 +1,7 @@
 """The decode step through our Triton kernels: the same arithmetic as ModelRunner.step's torch
 ops (the reference, used on the CPU and for SR-SWA's scored batches), in a quarter as many
-kernels, with attention reading the block pool in place (triton_kernels.py says why) and the
-MLPs routed on the GPU (moe_kernels.py)."""
+kernels, with attention reading the block pool in place (kernels/decode_attention.py says why)
+and the MLPs routed on the GPU (kernels/moe.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import structlog
 import torch
 import torch.nn.functional as F
 
-from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
+from ocr_worker.engines.unlimited_ocr.kernels import norms
+from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import paged_decode_attention
 from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import paged_prefill_attention
 from ocr_worker.engines.unlimited_ocr.step.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.step.fused_mlp import fused_mlp, mlp_add_and_norm
@@ -72,13 +73,13 @@ class FusedStep:
         write_rows, valid, cos, sin = step_inputs(positions, generated, batch, self.rotary)
         rows = batch.rows
         first = self.layers[0].input_layernorm
-        x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
+        x, h = norms.add_rms_norm(x, None, first.weight, first.variance_epsilon)
         for index, layer in enumerate(self.layers):
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
-            q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], write_rows)
-            attn = kernels.paged_decode_attention(q, k_pool[index], v_pool[index], rows, valid)
+            q = norms.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], write_rows)
+            attn = paged_decode_attention(q, k_pool[index], v_pool[index], rows, valid)
             post = layer.post_attention_layernorm
-            x, h = kernels.add_rms_norm(
+            x, h = norms.add_rms_norm(
                 x, layer.self_attn.o_proj(attn.flatten(1)), post.weight, post.variance_epsilon
             )
             x, h = mlp_add_and_norm(self.mlps[index], x, h, self._norm_after(index))
@@ -104,18 +105,18 @@ class FusedStep:
         are all a prefill returns; the other rows' attention and MoE there would go unread.
         Returns each part's last-row logits, (len(parts), V)."""
         first = self.layers[0].input_layernorm
-        x, h = kernels.add_rms_norm(x, None, first.weight, first.variance_epsilon)
+        x, h = norms.add_rms_norm(x, None, first.weight, first.variance_epsilon)
         last_rows_only = len(self.layers) - 1 if not self.whole_last_layer else None
         for index, layer in enumerate(self.layers):
             qkv = F.linear(h, self.qkv_weight[index], self.qkv_bias[index])
-            q = kernels.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
+            q = norms.rope_store(qkv, cos, sin, k_pool[index], v_pool[index], new_rows)
             if index != last_rows_only:
                 out = self._attend(packed, q, k_pool[index], v_pool[index])  # (T, H, D)
             else:  # every row's k and v are stored: the rest is for the last rows' logits
                 x, q = x.index_select(0, packed.last_rows), q.index_select(0, packed.last_rows)
                 out = packed.attend_last(q, k_pool[index], v_pool[index])  # (parts, H, D)
             post = layer.post_attention_layernorm
-            x, h = kernels.add_rms_norm(
+            x, h = norms.add_rms_norm(
                 x, layer.self_attn.o_proj(out.flatten(1)), post.weight, post.variance_epsilon
             )
             following = self._norm_after(index)
@@ -123,7 +124,7 @@ class FusedStep:
                 grouped = self.prefill_moe == "grouped_mm"
                 x, h = mlp_add_and_norm(self.mlps[index], x, h, following, grouped)
             else:
-                x, h = kernels.add_rms_norm(
+                x, h = norms.add_rms_norm(
                     x, layer.mlp(h[None])[0], following.weight, following.variance_epsilon
                 )
         if self.whole_last_layer:

@@ -5,7 +5,7 @@ In a prefill (2,185 tokens an 8-page group) the experts' GEMMs are large enough 
 but transformers' module spends more around them than in them: on the H200 one group's 22
 grouped GEMMs took 2.3 ms and its sort, gathers, fp32 router GEMM, top-k, weighting in a
 (pairs, hidden) fp32 tensor, unpermute and fp32 sum ~3.8 ms more (bench/RESULTS.md). Here the
-routing is one kernel (routing_kernels.py), the pairs are grouped by expert with
+routing is one kernel (kernels/routing.py), the pairs are grouped by expert with
 moe_kernels.pair_plan (one launch, no host sync), SiLU(gate)·up is one kernel, and one more
 weighs the pairs into the layout that moe_kernels' combine kernel sums, adds to the residual
 stream and normalises in one pass.
@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from ocr_worker.engines.unlimited_ocr.kernels import moe as moe_kernels
+from ocr_worker.engines.unlimited_ocr.kernels.moe_programs import silu_times_up
 
 # Newer torch releases name it in torch.nn.functional; earlier ones only as torch._grouped_mm.
 _grouped_mm: Callable[..., torch.Tensor] = getattr(F, "grouped_mm", None) or torch._grouped_mm
@@ -70,7 +71,7 @@ def _silu_mul(projected_ptr, act_ptr, INTER: tl.constexpr, BLOCK: tl.constexpr):
     gate = tl.load(projected_ptr + row * 2 * INTER + columns, mask=inside).to(tl.float32)
     up = tl.load(projected_ptr + row * 2 * INTER + INTER + columns, mask=inside).to(tl.float32)
     tl.store(
-        act_ptr + row * INTER + columns, moe_kernels.silu_times_up(gate, up, dtype), mask=inside
+        act_ptr + row * INTER + columns, silu_times_up(gate, up, dtype), mask=inside
     )
 
 

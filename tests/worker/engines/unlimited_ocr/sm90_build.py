@@ -19,7 +19,7 @@ from transformers.models.unlimited_ocr.configuration_unlimited_ocr import Unlimi
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from ocr_worker.engines.unlimited_ocr.kernels import choice, routing
+from ocr_worker.engines.unlimited_ocr.kernels import choice, moe_programs, norms, routing, tuning
 from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as step
 from ocr_worker.engines.unlimited_ocr.kernels import moe as kernels
 from ocr_worker.engines.unlimited_ocr.kernels import prefill_attention as prefill
@@ -61,7 +61,7 @@ LAYOUTS = {"routed and shared": (True, True), "routed": (True, False), "shared":
 
 
 def shared_memory(
-    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: tuning.Tiles
 ) -> int:
     """Bytes of shared memory a program of ``kernel`` takes on sm_90, as launched."""
     return int(compiled(kernel, pointers, constants, tiles).metadata.shared)
@@ -74,7 +74,7 @@ def warpgroup_mma(kernel: Any) -> bool:
 
 
 def compiled(
-    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: kernels.Tiles
+    kernel: Any, pointers: dict[str, str], constants: dict[str, Any], tiles: tuning.Tiles
 ) -> Any:
     """``kernel`` compiled for sm_90 as launched: ``pointers`` the arguments' types (pointers
     16-byte aligned, as torch's allocations are, unless the kernel asks not to specialize on
@@ -98,9 +98,9 @@ def compiled(
 
 
 def launches(
-    tokens: int, with_routed: bool, with_unrouted: bool, tiles: kernels.Tiles | None = None
+    tokens: int, with_routed: bool, with_unrouted: bool, tiles: tuning.Tiles | None = None
 ) -> dict[str, int | bool]:
-    """Shared memory of the gate/up and the down launch that ``moe_kernels._launch`` makes for
+    """Shared memory of the gate/up and the down launch that ``moe._launch`` makes for
     ``tokens`` tokens with these MLPs, at v1's widths (and whether each runs on the
     warpgroup MMA), with ``tiles`` or those chosen for the count."""
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
@@ -136,8 +136,8 @@ def launches(
     # of the routed and the shared MLP's: the PTX is read for any wgmma at all)
     gate_up_m = widest_n if tiles.swap else rows
     down_m = down["BLOCK_N"] if tiles.swap else rows
-    gate_up_kernel = compiled(kernels._gate_up, GATE_UP_POINTERS, gate_up, tiles)
-    down_kernel = compiled(kernels._down, DOWN_POINTERS, down, tiles)
+    gate_up_kernel = compiled(moe_programs.gate_up_kernel, GATE_UP_POINTERS, gate_up, tiles)
+    down_kernel = compiled(moe_programs.down_kernel, DOWN_POINTERS, down, tiles)
     return {
         "gate_up": gate_up_kernel.metadata.shared,
         "down": down_kernel.metadata.shared,
@@ -150,7 +150,7 @@ def launches(
     }
 
 
-def _buffers(tiles: kernels.Tiles, mma_m: int) -> int:
+def _buffers(tiles: tuning.Tiles, mma_m: int) -> int:
     """Bytes an element of the pipeline's bf16 buffers takes, all stages counted: stages - 1
     of them, all ``stages`` where the MMA's M side is 64 or more (sm_90's warp-group MMA)."""
     return 2 * (tiles.stages - (mma_m < 64))
@@ -164,12 +164,12 @@ def step_kernels() -> dict[str, int]:
     heads, hidden = V1.num_attention_heads, V1.hidden_size
     dim, row = hidden // heads, triton.next_power_of_2(hidden)  # a row's block, as launched
     experts, top_k = V1.n_routed_experts, int(V1.num_experts_per_tok or 1)
-    launch = kernels.Tiles()  # num_warps 4, num_stages 3: Triton's defaults
+    launch = tuning.Tiles()  # num_warps 4, num_stages 3: Triton's defaults
     built: dict[str, int] = {}
     for batch in (1, 128):  # a slice per 16 rows at one sequence, 4 slices a head at 128
-        plan = step.attention_plan(batch, step.DEFAULT_CARD)
+        plan = step.attention_plan(batch, tuning.DEFAULT_CARD)
         chunk, slices = step.attention_slices(batch, heads, 2400, plan.programs)
-        for tile in step.TILES:
+        for tile in tuning.TILES:
             form = "tensor cores" if tile.mma else "cuda cores"
             name = f"BLOCK={tile.block} warps={tile.warps} stages={tile.stages} {form}"
             built[f"attention {batch} {name}"] = shared_memory(
@@ -184,7 +184,7 @@ def step_kernels() -> dict[str, int]:
                     BLOCK=tile.block,
                     MMA=tile.mma,
                 ),
-                kernels.Tiles(warps=tile.warps, stages=tile.stages),
+                tuning.Tiles(warps=tile.warps, stages=tile.stages),
             )
         built[f"attention merge {batch}"] = shared_memory(
             step._attention_merge,
@@ -193,7 +193,7 @@ def step_kernels() -> dict[str, int]:
             launch,
         )
     built["rope and KV write"] = shared_memory(
-        step._rope_store,
+        norms._rope_store,
         dict(
             qkv_ptr=BF16,
             cos_ptr=BF16,
@@ -209,7 +209,7 @@ def step_kernels() -> dict[str, int]:
     norm = dict(x_ptr=BF16, delta_ptr=BF16, weight_ptr=BF16, sum_ptr=BF16, out_ptr=BF16, eps="fp32")
     for add in (True, False):
         built[f"rms norm ADD={add}"] = shared_memory(
-            step._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=row, ADD=add), launch
+            norms._add_rms_norm, norm, dict(COLUMNS=hidden, BLOCK=row, ADD=add), launch
         )
     # The router's weights stay fp32 (transformers keeps gate.weight in fp32).
     for fused in (routing.FUSED, routing.FUSED_WIDE):  # a step of 129-256 tokens; a prefill
@@ -242,7 +242,7 @@ def step_kernels() -> dict[str, int]:
     )
     for add_norm in (True, False):
         built[f"experts' sum ADD_NORM={add_norm}"] = shared_memory(
-            kernels._combine,
+            moe_programs.combine_kernel,
             COMBINE_POINTERS,
             dict(HIDDEN=hidden, TOP_K=top_k, BLOCK=row, ADD_NORM=add_norm, GATHERED=False),
             launch,
@@ -287,7 +287,7 @@ def prefill_kernels() -> dict[str, int]:
     the steps' sorted table, without slots), SiLU(gate)·up, and the experts' sum reading the
     grouped rows through the slots; and its attention in every tile the bench may choose."""
     hidden, inter = V1.hidden_size, V1.moe_intermediate_size
-    launch = kernels.Tiles()
+    launch = tuning.Tiles()
     experts = V1.n_routed_experts
     plan = dict(EXPERTS=experts, EXPERTS_POW2=triton.next_power_of_2(experts))
     pointers = dict(ids_ptr=I32, plan_ptr=I32, slots_ptr=I32, counts_ptr=I32)
@@ -302,12 +302,12 @@ def prefill_kernels() -> dict[str, int]:
                 "ROWS_POW2": kernels.COUNTS_ROWS,
                 "SLOTS": counted,
             },
-            kernels.Tiles(warps=8),
+            tuning.Tiles(warps=8),
         )
         for chunk, counted in ((kernels.STEP_PLAN_CHUNK, False), (kernels.PLAN_CHUNK, True))
     }
     built["pair counts"] = shared_memory(
-        kernels._pair_counts, pointers, {**plan, "CHUNK": kernels.PLAN_CHUNK}, kernels.Tiles()
+        kernels._pair_counts, pointers, {**plan, "CHUNK": kernels.PLAN_CHUNK}, tuning.Tiles()
     )
     built["silu times up"] = shared_memory(
         grouped._silu_mul,
@@ -316,7 +316,7 @@ def prefill_kernels() -> dict[str, int]:
         launch,
     )
     built["experts' sum, gathered"] = shared_memory(
-        kernels._combine,
+        moe_programs.combine_kernel,
         {**COMBINE_POINTERS, "routed_ptr": BF16},
         dict(
             HIDDEN=hidden,
@@ -345,7 +345,7 @@ def prefill_attention() -> dict[str, int]:
         scale_log2="fp32",
     )
     built = {}
-    for tile in prefill.PREFILL_TILES:
+    for tile in tuning.PREFILL_TILES:
         constants = dict(
             HEADS=heads,
             DIM=V1.hidden_size // heads,
@@ -353,7 +353,7 @@ def prefill_attention() -> dict[str, int]:
             BLOCK_N=tile.keys,
             PRECISION="tf32",
         )
-        launch = kernels.Tiles(warps=tile.warps, stages=tile.stages)
+        launch = tuning.Tiles(warps=tile.warps, stages=tile.stages)
         kernel = compiled(prefill._prefill_attention, pointers, constants, launch)
         mma = "wgmma" if warpgroup_mma(kernel) else "mma.sync"
         built[f"prefill attention {tile} {mma}"] = kernel.metadata.shared

@@ -12,11 +12,9 @@ import pytest
 import torch
 
 from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
-from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import (
-    PREFILL_TILES,
-    PrefillTile,
-    paged_prefill_attention,
-)
+from ocr_worker.engines.unlimited_ocr.kernels import tuning
+from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import paged_prefill_attention
+from ocr_worker.engines.unlimited_ocr.kernels.tuning import PREFILL_TILES, PrefillTile
 from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment, Scheduler
 from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
@@ -247,10 +245,10 @@ def test_the_token_choice_compiles_once_for_any_usual_ban_count() -> None:
     assert len(set(builds)) == 1, builds
 
 
-@pytest.mark.parametrize("chosen", kernels.TILES, ids=str)
+@pytest.mark.parametrize("chosen", tuning.TILES, ids=str)
 @pytest.mark.parametrize("batch", [1, 128])
 def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(
-    chosen: kernels.Tile, batch: int
+    chosen: tuning.Tile, batch: int
 ) -> None:
     """Every tile and form bench/attention_bench.py may choose from (CUDA cores, or tensor cores
     with the query padded), compiled, in bf16, at v1's 10 heads of 128 over ~2,300 rows: the

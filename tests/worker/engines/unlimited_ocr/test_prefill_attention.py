@@ -15,9 +15,9 @@ if not torch.cuda.is_available():  # tests/conftest.py sets it too, before trito
     os.environ["TRITON_INTERPRET"] = "1"
 
 from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import (  # noqa: E402
-    PrefillTile,
     paged_prefill_attention,
 )
+from ocr_worker.engines.unlimited_ocr.kernels.tuning import PrefillTile  # noqa: E402
 from tests.worker.engines.unlimited_ocr.prefill_passes import packed_pass  # noqa: E402
 
 HEADS, DIM = 10, 32  # v1 has 10 heads (of 128)

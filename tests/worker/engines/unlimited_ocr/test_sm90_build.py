@@ -17,8 +17,7 @@ import sys
 
 import pytest
 
-from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import TILES
-from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import PREFILL_TILES
+from ocr_worker.engines.unlimited_ocr.kernels.tuning import PREFILL_TILES, TILES
 from tests.worker.engines.unlimited_ocr.sm90_build import H200_SHARED_PER_BLOCK, LAYOUTS
 
 # A decode step of 1 and of 16 sequences (narrow tiles), of 128 (wide), and an 8-page group's
@@ -65,7 +64,7 @@ def test_a_steps_expert_tiles_run_on_the_warpgroup_mma_where_their_m_side_is_64_
     too few for Hopper's warpgroup MMA (M ≥ 64), the weights' 64 rows of a transposed tile
     are not (32-wide tiles stay on mma.sync). Both orientations of each count's tiles are
     built, the default one and the other; at 128 tokens the default (64-wide tiles,
-    transposed: moe_kernels.MANY_TOKENS_TILES) is on wgmma."""
+    transposed: tuning's moe_many_tokens) is on wgmma."""
     launches = [built[tokens]["routed and shared"]]
     launches += [v for k, v in built.items() if k.startswith(f"{tokens} swap=")]
     assert len(launches) == 2

@@ -19,7 +19,7 @@ if not torch.cuda.is_available():  # tests/conftest.py sets it too, before trito
 
 from ocr_worker.engines.unlimited_ocr.kernels import choice as choice_kernels  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels  # noqa: E402
-from ocr_worker.engines.unlimited_ocr.kernels import routing  # noqa: E402
+from ocr_worker.engines.unlimited_ocr.kernels import norms, routing, tuning  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.kernels.choice import choose_on_device  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.model.checkpoint import load_model  # noqa: E402
 from ocr_worker.engines.unlimited_ocr.step.batch_rows import BatchRows  # noqa: E402
@@ -54,11 +54,11 @@ def _pool(rows: int, seed: int) -> torch.Tensor:
 @pytest.mark.parametrize("one_slice", [False, True])  # rows split over programs, or not
 @pytest.mark.parametrize(
     "tile",  # either form; a tile of 32 rows runs past the default's 16-row slices, masked
-    [kernels.Tile(32, 4), kernels.Tile(16, 1, mma=True), kernels.Tile(32, 4, mma=True)],
+    [tuning.Tile(32, 4), tuning.Tile(16, 1, mma=True), tuning.Tile(32, 4, mma=True)],
     ids=str,
 )
 def test_paged_attention_equals_sdpa_over_the_gathered_rows(
-    one_slice: bool, tile: kernels.Tile
+    one_slice: bool, tile: tuning.Tile
 ) -> None:
     programs = 1 if one_slice else None
     batch = 4
@@ -93,26 +93,36 @@ def test_paged_attention_equals_sdpa_over_the_gathered_rows(
     assert_same_sums(again, expected, length=DIM + width)
 
 
-@pytest.mark.parametrize("card", [*kernels.PLANS, "NVIDIA A100-SXM4-80GB", "cpu"])
+@pytest.mark.parametrize("card", [*tuning.CARDS, "NVIDIA A100-SXM4-80GB", "cpu"])
 def test_every_step_size_on_every_card_gets_a_tile_the_gpu_tests_check(card: str) -> None:
     """A step of any size finds a plan, and its tile is one of TILES: the tiles test_gpu.py
     checks against SDPA on the card and the sm_90 build compiles. A card with no plans of its
     own (or the CPU) takes the H200's."""
     for batch in (1, 2, 16, 17, 128, 256, 4096):
         plan = kernels.attention_plan(batch, card)
-        assert plan.tile in kernels.TILES, (card, batch, plan)
+        assert plan.tile in tuning.TILES, (card, batch, plan)
         assert batch <= plan.up_to
-        if card not in kernels.PLANS:
-            assert plan == kernels.attention_plan(batch, kernels.DEFAULT_CARD)
+        if card not in tuning.CARDS:
+            assert plan == kernels.attention_plan(batch, tuning.DEFAULT_CARD)
 
 
 def test_the_h200_and_unlisted_cards_keep_the_tile_and_programs_measured_on_the_h200() -> None:
-    """Run B's choice on the H200, the issue's card: 16-row tiles on the tensor cores, one
-    warp, 2,048 programs up to 16 sequences and 4,096 above."""
+    """The choice measured on the H200 (bench/RESULTS.md, "GPU engine: kernels"): 16-row tiles
+    on the tensor cores, one warp, 2,048 programs up to 16 sequences and 4,096 above."""
     for card in ("NVIDIA H200", "NVIDIA A100-SXM4-80GB"):
         for batch, programs in ((1, 2048), (16, 2048), (17, 4096), (128, 4096)):
             plan = kernels.attention_plan(batch, card)
-            assert (plan.tile, plan.programs) == (kernels.Tile(16, 1, mma=True), programs)
+            assert (plan.tile, plan.programs) == (tuning.Tile(16, 1, mma=True), programs)
+
+
+@pytest.mark.parametrize("card", [*tuning.CARDS, "cpu"])
+def test_every_cards_prefill_tile_is_one_the_gpu_tests_check(card: str) -> None:
+    """The prefill attention's tile of every card's table is one of PREFILL_TILES (what
+    test_gpu.py checks against SDPA and the sm_90 build compiles), and the experts' tiles of a
+    step of many sequences are transposed over the pair plan, as the sm_90 build expects."""
+    table = tuning.tuning_for(card)
+    assert table.prefill_attention in tuning.PREFILL_TILES
+    assert table.moe_many_tokens.swap and table.moe_many_tokens.plan
 
 
 @pytest.mark.parametrize("heads_block", [None, 1, 4])  # a row's 10 heads in 1, 10 or 3 programs
@@ -128,7 +138,7 @@ def test_rope_store_rotates_q_and_writes_k_and_v_to_their_ring_rows(
     k_pool, v_pool = torch.zeros(40, HEADS, DIM), torch.zeros(40, HEADS, DIM)
     write_rows = torch.tensor([3, 17, 0, 39, 22])
 
-    q = kernels.rope_store(qkv, cos, sin, k_pool, v_pool, write_rows, heads_block)
+    q = norms.rope_store(qkv, cos, sin, k_pool, v_pool, write_rows, heads_block)
 
     parts = qkv.view(count, 3, HEADS, DIM)
     torch.testing.assert_close(q, runner_rotate(parts[:, 0], cos, sin))
@@ -180,11 +190,11 @@ def test_add_rms_norm_equals_the_models_rmsnorm_after_the_residual_add() -> None
     norm.weight.data = torch.rand(1280, generator=g) + 0.5
     x, delta = torch.randn(4, 1280, generator=g) * 3, torch.randn(4, 1280, generator=g)
 
-    summed, normed = kernels.add_rms_norm(x, delta, norm.weight, norm.variance_epsilon)
+    summed, normed = norms.add_rms_norm(x, delta, norm.weight, norm.variance_epsilon)
     torch.testing.assert_close(summed, x + delta)
     # the mean of 1,280 squares, summed in numpy's order and in torch's
     assert_same_sums(normed, norm(x + delta).detach(), length=1280)
-    same, alone = kernels.add_rms_norm(x, None, norm.weight, norm.variance_epsilon)
+    same, alone = norms.add_rms_norm(x, None, norm.weight, norm.variance_epsilon)
     assert same is x or torch.equal(same, x)
     assert_same_sums(alone, norm(x).detach(), length=1280)
 
@@ -290,7 +300,7 @@ def test_a_steps_moe_over_the_pair_plan_equals_its_scan(monkeypatch) -> None:  #
 
 
 # v1's proportions give 16-wide gate/up tiles here; the wide sizes, 64-wide tiles in both
-# kernels, as v1's steps of many sequences take them (moe_kernels.MANY_TOKENS_TILES)
+# kernels, as v1's steps of many sequences take them (tuning's moe_many_tokens)
 WIDE_MOE = {"hidden_size": 320, "moe_intermediate_size": 128}
 
 
