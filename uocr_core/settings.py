@@ -112,7 +112,7 @@ class UnlimitedOcrSettings(_Section):
     vision_batch_pages: int = Field(32, ge=1)
     # The groups waiting for the decode loop are prefilled together, up to this many rows a
     # pass (an 8-page group is ~2,200): 2.35 GB of activations at 16,384, 1.46 at 8,192, whose
-    # passes of half the groups left 128 documents 7% slower (README, capacity; RESULTS run D).
+    # passes of half the groups left 128 documents 7% slower (docs/capacity.md, "Memory").
     prefill_max_rows: int = Field(16384, ge=1)
     kept_pages_seconds: int = Field(600, ge=0)  # boundary-page KV waits this long for its group
     # A group whose boundary page's KV is reused here is fed that page's section as the previous

@@ -17,9 +17,9 @@ from tests.e2e.processes import wait_until
 from tests.factories import character_error_rate, sample_pages, scanned_pdf
 from uocr_core.webhooks.signing import SIGNATURE_HEADER, verify
 
-# Clean renders read at 0% CER (ENV_NOTES); scanner noise and JPEG add a few confusions such as
-# '1.' -> '1:'. 5% allows ~25 wrong characters on a 500-character page, while a dropped line
-# (~60 characters, >10%) or pages swapped (~90%) fail.
+# Clean renders read at 0% CER (docs/cpu-engine.md); scanner noise and JPEG add a few
+# confusions such as '1.' -> '1:'. 5% allows ~25 wrong characters on a 500-character page,
+# while a dropped line (~60 characters, >10%) or pages swapped (~90%) fail.
 MAX_CER = 0.05
 ALERT_RULES = Path(__file__).resolve().parents[2] / "ops" / "prometheus-alerts.yml"
 # The workers' own metrics, not the API's: checked against a worker in tests/e2e/test_alerts.py.

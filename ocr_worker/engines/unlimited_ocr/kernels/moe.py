@@ -72,9 +72,10 @@ def rows_per_program(tokens: int) -> int:
 # STEP_PLAN_CHUNK or PLAN_CHUNK: one launch whose programs count the lower experts' pairs
 # themselves. More (a prefill's: 13k a group, ~92k a pass) take a chunk a program along axis
 # 1, after _pair_counts has counted each chunk's pairs an expert. Before, one program an
-# expert looped over every chunk twice: 95 µs a layer for a pass on an H100 (run R), a
-# group's 150 µs. Every size a few compiles: two chunk widths, and a counts table of at
-# least COUNTS_ROWS chunks (a pass of 16,384 rows has 24).
+# expert looped over every chunk twice: 95 µs a layer for a pass on an H100, a group's 150 µs
+# (bench/RESULTS.md, "GPU engine: kernels": the pair plan). Every size a few compiles: two
+# chunk widths, and a counts table of at least COUNTS_ROWS chunks (a pass of 16,384 rows has
+# 24).
 PLAN_CHUNK = 4096
 STEP_PLAN_CHUNK = 1024
 COUNTS_ROWS = 32

@@ -153,13 +153,13 @@ SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
 
 
 def router_for(tokens: int) -> RouterLaunch:
-    """Measured on the H200 (bench/mlp_bench.py, bench/RESULTS.md, run D; whole steps on an
-    H100 in run E, 0.93 ms against 1.04 at one sequence): a decode step's
+    """Measured on the H200 (bench/mlp_bench.py; whole steps on an H100, 0.93 ms against 1.04
+    at one sequence; bench/RESULTS.md, "GPU engine: kernels"): a decode step's
     routing in two launches, the logits with whole rows of h, 2 experts a program up to 16
     tokens (4.8 / 5.1 µs a layer at 1 / 16 against the fused kernel's 15.7), 8 at 128 (8.9
     against 15.8: fewer programs re-reading h); a step of more in the fused kernel, 16 tokens
     a program; a prefill's thousands (above SORT_PAIRS_ABOVE) 64 tokens a program, so the
-    router's rows are read once per 64 (H100, run F of the thirteenth session: 42.4 µs a layer
+    router's rows are read once per 64 (H100, 2026-12-06: 42.4 µs a layer
     at a pass's 15,295 tokens, against 82.5 at 16 a program and 79.7 at 128,
     bench/pass_kernels_bench.py). Not timed between 129 and 256 tokens: 64 a program would
     leave those steps 3 or 4 programs, so they keep 16."""

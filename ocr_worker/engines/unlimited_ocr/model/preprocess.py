@@ -1,4 +1,5 @@
-"""Page images to the vision tower's input, in the model's two modes (ENGINE_NOTES.md).
+"""Page images to the vision tower's input, in the model's two modes (docs/model.md, "Page modes:
+base and gundam").
 
 Base mode (several pages): one square view per page, an aspect-preserving resize into
 ``size`` x ``size`` padded with grey (127, 127, 127); 1024 for the real model, 273 tokens.

@@ -1,6 +1,6 @@
 """The page guard: every input page gets its own section, in order, and no page loops unseen.
 
-How the real model frames pages (ENGINE_NOTES.md, "Output grammar"): for several pages its
+How the real model frames pages (docs/model.md, "Output grammar"): for several pages its
 output is ``<PAGE>`` page 1 ``<PAGE>`` page 2 ... EOS: the marker OPENS each page's section, and
 text before the first marker is not a page (the official code drops it). One page on its own
 (the single-image path) has no markers at all: the whole output is the page.

@@ -179,8 +179,9 @@ class Scheduler:
         a pass): the groups of one vision call arrive together. Returns the passes' first
         tokens, unread. Overlapped, they stay on the device: the next step feeds them and the
         host reads them while it runs, as a step's, so the card need not drain while the host
-        reads them and rebuilds the batch (run M's idle gaps over 1 ms, 0.16 ms a step at 128
-        documents on an H100, are where that wait would show; bench/RESULTS.md). Else (SR-SWA
+        reads them and rebuilds the batch (the idle gaps over 1 ms, 0.16 ms a step at 128
+        documents on an H100, are where that wait would show; bench/RESULTS.md, "GPU engine:
+        kernels"). Else (SR-SWA
         too) they are read here, once every pass is launched."""
         # a pass that fails leaves every request to abort_all
         passes = self._admit_passes()

@@ -1,6 +1,7 @@
 """CUDA graphs for the decode step: a Python-driven step launches ~600 kernels, so on the GPU
-the host, not the chip, sets the pace (ENGINE_NOTES.md). Each (batch, rows) bucket is captured
-once with static input buffers and replayed; padding slots read and write a scratch row."""
+the host, not the chip, sets the pace (docs/model.md, "Baseline: transformers' generate").
+Each (batch, rows) bucket is captured once with static input buffers and replayed; padding
+slots read and write a scratch row."""
 
 from __future__ import annotations
 

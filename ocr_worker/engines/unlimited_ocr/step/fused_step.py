@@ -26,14 +26,14 @@ log = structlog.get_logger(__name__)
 # sum around them (grouped_experts.py); "kernels", our expert kernels over a sorted pair table.
 # On the H200 a group's prefill took 7.3 ms of GPU work by grouped_mm, 10.0 by the module and
 # 10.9 by our kernels, and 128 documents ran 4% faster than by the module (bench/RESULTS.md,
-# run D).
+# "GPU engine: kernels").
 PREFILL_MOE = "grouped_mm"
 PREFILL_MOES = ("module", "grouped_mm", "kernels")
 
 # How a prefill pass attends on the GPU: "flash", torch's varlen flash attention over K and V
 # gathered out of the pool (PrefillPass.attend); "triton", prefill_attention.py reading the
 # pool in place: a pass's GPU work on an H100 4,364 µs a group against 4,539 (bench/RESULTS.md,
-# run C). Off the GPU, SDPA part by part either way.
+# "GPU engine: kernels"). Off the GPU, SDPA part by part either way.
 PREFILL_ATTENTION = "triton"
 PREFILL_ATTENTIONS = ("flash", "triton")
 

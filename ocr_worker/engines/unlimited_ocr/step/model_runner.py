@@ -3,7 +3,7 @@
 The KV of every sequence lives in one pool per GPU (``k_pool``/``v_pool``, rows handed out in
 blocks by the VisualKVWorkspace). A sequence's rows are its prefix segments (BOS, pages, prompt)
 plus a ring of ``window`` slots for generated tokens: keys are stored after RoPE at their true
-positions, so attention needs no mask beyond "which rows are valid" (R-SWA, ENGINE_NOTES.md).
+positions, so attention needs no mask beyond "which rows are valid" (docs/model.md, "R-SWA").
 """
 
 from __future__ import annotations

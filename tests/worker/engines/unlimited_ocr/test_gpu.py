@@ -127,7 +127,7 @@ def test_overlapped_steps_decode_as_steps_read_one_by_one(model) -> None:  # typ
     tokens it feeds (pinned copies, events). Teacher-forced with the one-by-one run's tokens,
     the model's choices agree at (nearly) every step; a sequence finishing rides along one
     step in a bigger batch, and a prefill pass packs other parts, whose cuBLAS GEMMs may round
-    differently, nothing more. Measured on an H100 (run C): the same flips on every repeat,
+    differently, nothing more. Measured on an H100 (2026-12-05): the same flips on every repeat,
     with flash attention in the prefill 1 in 300 and none in the others, with the Triton
     prefill attention 4 in 170 (s3) and none in the others; a wrong row or a stale token
     agrees on ~0%."""

@@ -62,7 +62,8 @@ CASES = {  # name -> (pages, prompt, crop_to_patches), pages indexing PAGES + [O
 def build_model(device: torch.device, *, live: bool = True, **reduced: Any) -> Any:
     """The official v1 architecture (``reduced``: config overrides, only for a CPU rehearsal)
     with random bf16 weights: embeddings at std 1 and a near-uniform router (realistic MoE
-    load, ENGINE_NOTES), live vision weights (tiny_model._make_vision_live).
+    load: docs/model.md, "Full size with random weights"), live vision weights
+    (tiny_model._make_vision_live).
 
     ``live``: the decoder's other weights at fan-in scale (queries and keys x 2: sharper
     attention). At std 0.02 (the benchmarks' init) the tiny model ignores its prefix altogether;

@@ -1,4 +1,4 @@
-"""The real engine path driven by output shaped like the real model's (ENGINE_NOTES.md, "Output
+"""The real engine path driven by output shaped like the real model's (docs/model.md, "Output
 grammar"; transformers' integration tests for the v1 weights): several pages come as
 ``<PAGE><|det|>image [382, 87, 489, 174]<|/det|>\\n...``, one page on its own as det blocks
 with no marker. Each page must get its own text and the right flags, in a first group and in

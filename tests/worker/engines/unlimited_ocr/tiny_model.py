@@ -126,7 +126,8 @@ def write_tiny_checkpoint(path: Path, *, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     model = UnlimitedOcrForConditionalGeneration(config)
-    with torch.no_grad():  # embeddings at std 1 give realistic MoE load (ENGINE_NOTES)
+    # embeddings at std 1 give realistic MoE load (docs/model.md, "Full size with random weights")
+    with torch.no_grad():
         model.model.language_model.embed_tokens.weight.normal_(0, 1.0)
         for layer in model.model.language_model.layers:
             if hasattr(layer.mlp, "gate"):

@@ -2,9 +2,9 @@
 mlp_bench's and attention_bench's JSON of one run on it, and the flags that try them in the
 engine against the defaults (tiles_bench) or measure the goals with them (engine_bench).
 
-    python3 -m bench.mlp_bench --tokens 128 --out mlp.json
-    python3 -m bench.attention_bench --batches 128 --out attention.json
-    python3 -m bench.card_picks mlp.json attention.json [--tokens 128] [--margin 0.01]
+    python3 -m bench.engine.mlp_bench --tokens 128 --out mlp.json
+    python3 -m bench.engine.attention_bench --batches 128 --out attention.json
+    python3 -m bench.engine.card_picks mlp.json attention.json [--tokens 128] [--margin 0.01]
 
 A choice is printed only where it beats the default by more than ``--margin`` (the runs'
 spread is about 1%); else "-". Prints one line: the tiles and the plan (for a script's
@@ -12,11 +12,12 @@ spread is about 1%); else "-". Prints one line: the tiles and the plan (for a sc
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from bench import harness
 
 
 def fastest_tiles(mlp: dict[str, Any], tokens: int, margin: float) -> tuple[str, str]:
@@ -42,7 +43,7 @@ def fastest_plan(attention: dict[str, Any], batch: int, margin: float) -> tuple[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, results=False)
     parser.add_argument("mlp", type=Path, help="mlp_bench --out")
     parser.add_argument("attention", type=Path, help="attention_bench --out")
     parser.add_argument("--tokens", type=int, default=128, help="a step's sequences")

@@ -7,27 +7,23 @@ families that take the time. The vision tower is timed on A4 pages at 200 dpi: t
 preprocessing per page (upload and resize on the device, as the engine does it), then the
 tower per page at several batch sizes.
 
-    python -m bench.step_profile --out /tmp/profile.json          # on the GPU
-    python -m bench.step_profile --tiny --batches 1 4 --vision-batches 1 2   # CPU, ~25 s
+    python -m bench.engine.step_profile                                           # on the GPU
+    python -m bench.engine.step_profile --tiny --batches 1 4 --vision-batches 1 2   # CPU, ~25 s
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import time
 from collections import defaultdict
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bench.engine_bench import Engine, build_model, sync
-from bench.mlp_bench import replayed_us
-from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
+from bench import harness
+from bench.engine.setup import Engine, build_model
+from bench.harness import Stopwatch, sync
 from ocr_worker.engines.unlimited_ocr.model.preprocess import page_tensor
 from ocr_worker.engines.unlimited_ocr.model.sam_attention import use_fused_rel_pos
 from ocr_worker.engines.unlimited_ocr.step import fused_mlp, fused_step
@@ -88,7 +84,7 @@ def decode_profile(model, batch: int, args, device, dtype) -> dict:  # type: ign
     # The same again under the profiler (a second admission; graphs are already captured).
     engine.step_ms(batch, args.pages, 3)
     scheduler = engine.scheduler
-    from bench.engine_bench import distinct_pages, free_running_guard, stand_in
+    from bench.engine.setup import distinct_pages, free_running_guard, stand_in
     from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment
 
     hidden = model.config.text_config.hidden_size
@@ -125,14 +121,14 @@ def replay_ms(engine, batch: int) -> float | None:  # type: ignore[no-untyped-de
     ]
     if not captured:
         return None
-    return replayed_us(captured[-1].graph, rounds=50) / 1000
+    return harness.graphed_us(graph=captured[-1].graph, rounds=50) / 1000  # type: ignore[no-any-return]
 
 
 def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-untyped-def]
     """One group's prefill (BOS + pages + prompt), as the scheduler admits a group: every
     running sequence waits for it. Also three groups in one pass, as the engine's scheduler
     admits the groups that arrive together (up to prefill_max_rows)."""
-    from bench.engine_bench import free_running_guard, stand_in
+    from bench.engine.setup import free_running_guard, stand_in
     from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment
 
     options = SimpleNamespace(
@@ -168,18 +164,14 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
             fused.prefill_moe = moe
         suffix = "" if moe == "module" else f"_moe_{moe}"
         admit(0)  # warm-up
-        sync(device)
-        started = time.perf_counter()
-        for seed in range(1, 4):
-            admit(seed * 100)
-        sync(device)
-        result[f"ms{suffix}"] = (time.perf_counter() - started) * 333
+        with Stopwatch(device) as watch:
+            for seed in range(1, 4):
+                admit(seed * 100)
+        result[f"ms{suffix}"] = watch.seconds * 333
         admit(400, groups=3)  # warm-up: a pass of three is a shape of its own
-        sync(device)
-        started = time.perf_counter()
-        admit(500, groups=3)
-        sync(device)
-        result[f"ms_in_pass_of_3{suffix}"] = (time.perf_counter() - started) * 333
+        with Stopwatch(device) as watch:
+            admit(500, groups=3)
+        result[f"ms_in_pass_of_3{suffix}"] = watch.seconds * 333
         # a kernel that failed would have left the torch ops timed under this name
         assert engine.runner.fused is fused, "the fused step fell back to torch's ops"
         alone, in_pass = result[f"ms{suffix}"], result[f"ms_in_pass_of_3{suffix}"]
@@ -221,12 +213,10 @@ def prefill_profile(model, args, device, dtype) -> dict:  # type: ignore[no-unty
 def tower_ms(model, pixels: torch.Tensor) -> float:  # type: ignore[no-untyped-def]
     with torch.no_grad():
         model.model.get_image_features(pixel_values=pixels)  # warm-up
-        sync(pixels.device)
-        started = time.perf_counter()
-        for _ in range(3):
-            model.model.get_image_features(pixel_values=pixels)
-        sync(pixels.device)
-    return (time.perf_counter() - started) * 1000 / 3 / pixels.shape[0]
+        with Stopwatch(pixels.device) as watch:
+            for _ in range(3):
+                model.model.get_image_features(pixel_values=pixels)
+    return watch.ms / 3 / pixels.shape[0]
 
 
 def vision_profile(model, args, device) -> dict:  # type: ignore[no-untyped-def]
@@ -234,11 +224,9 @@ def vision_profile(model, args, device) -> dict:  # type: ignore[no-untyped-def]
     page = rng.integers(0, 256, size=(2339, 1654, 3), dtype=np.uint8)  # A4 at 200 dpi
     size = model.config.vision_config.sam_config.image_size
     page_tensor(page, size, device)  # warm-up
-    sync(device)
-    started = time.perf_counter()
-    tensors = [page_tensor(page, size, device) for _ in range(4)]
-    sync(device)
-    result: dict = {"preprocess_ms_per_page": (time.perf_counter() - started) * 250}
+    with Stopwatch(device) as watch:
+        tensors = [page_tensor(page, size, device) for _ in range(4)]
+    result: dict = {"preprocess_ms_per_page": watch.seconds * 250}
     for batch in args.vision_batches:
         pixels = torch.stack([tensors[i % 4] for i in range(batch)]).to(device, model.dtype)
         if batch == args.vision_batches[-1]:  # transformers' SAM attention, then ours
@@ -258,22 +246,25 @@ def vision_profile(model, args, device) -> dict:  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tiny", action="store_true")
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
-    parser.add_argument("--vision-batches", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--pages", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument(
-        "--workspace-gb", type=float, help="the decode steps' workspace (default: 24, --tiny 0.05)"
+    parser = harness.parser(
+        __doc__,
+        tiny=False,
+        batches=[1, 16, 128],
+        pages=8,
+        steps=50,
+        workspace_gb=None,
+        no_cuda_graphs=False,
+        help={
+            "pages": "pages a page group",
+            "workspace_gb": "the decode steps' workspace, GB (default: 24, --tiny 0.05)",
+        },
     )
-    parser.add_argument("--no-cuda-graphs", action="store_true")
+    parser.add_argument("--vision-batches", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--skip-vision", action="store_true")
     parser.add_argument("--moe-merge", choices=fused_mlp.MOE_MERGES)
     parser.add_argument(
         "--pass-groups", type=int, default=7, help="groups in the profiled prefill pass (0: none)"
     )
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.workspace_gb is None:  # the tiny model's workspace on the CPU, not a card's 24 GB
         args.workspace_gb = 0.05 if args.tiny else 24.0
@@ -282,7 +273,7 @@ def main() -> None:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = build_model(args.tiny, device, dtype)
-    results: dict = {"device": card_name(device)}
+    results: dict = {"device": harness.card(device)}
     results["moe_merge"] = fused_mlp.MOE_MERGE or "by token count"
     for batch in args.batches:
         results[f"decode_{batch}"] = row = decode_profile(model, batch, args, device, dtype)
@@ -320,8 +311,7 @@ def main() -> None:
         print(f"\nvision: preprocess {vision['preprocess_ms_per_page']:.1f} ms per page")
         for name, cell in vision.get("tower_kernels", {}).get("top", {}).items():
             print(f"    {cell['us'] / 1000:>8.2f} ms {cell['count']:>5.0f}x  {name}")
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1, default=str))
+    harness.write(results, args, results["device"])
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ v1's shape, the way a step runs it: 12 layers, each sequence reading its page gr
   pick before (it picked on the graphs' padding rows, so the engine ran no faster than this);
 - ``default``: triton_kernels.attention_plan for this card and batch, what the engine runs.
 
-    python3 -m bench.attention_bench [--batches 1 16 128] [--targets 1024 2048 4096 8192]
+    python3 -m bench.engine.attention_bench [--batches 1 16 128] [--targets 1024 2048 4096 8192]
         [--tiles mma_b16_w1_s2 mma_b16_w1_s4 ...]   # in place of TILES, named as printed
 
 Prints µs per step (12 layers), the bytes of K and V read at the achieved TB/s, before/default
@@ -21,14 +21,13 @@ import argparse
 import functools
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 import triton
 
-from bench.mlp_bench import graphed_us
+from bench import harness
 from ocr_worker.engines.unlimited_ocr.kernels import decode_attention as kernels
 from ocr_worker.engines.unlimited_ocr.kernels import tuning
 
@@ -126,7 +125,7 @@ def measure(
 
     def record(name: str, call: Callable[[], torch.Tensor]) -> None:
         difference = (call().float() - expected.float()).abs().max().item()
-        us = graphed_us(call, repeats=5)
+        us = harness.graphed_us(call, repeats=5)
         report[name] = {"us": us, "tb_per_s": bytes_read / us / 1e6, "max_diff": difference}
 
     record("gather_sdpa", gather_sdpa)
@@ -134,7 +133,7 @@ def measure(
     for target in targets:
         for tile in tiles:
             call = functools.partial(ours, tile, target)
-            grid[f"{tile_name(tile)}@{target}"] = graphed_us(call, repeats=5)
+            grid[f"{tile_name(tile)}@{target}"] = harness.graphed_us(call, repeats=5)
     report["grid_us"] = grid
     old = [us for name, us in grid.items() if name.startswith("cuda") and name.endswith("@1024")]
     before = min(old, default=float("nan"))
@@ -149,13 +148,11 @@ def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 128])
+    parser = harness.parser(__doc__, batches=[1, 16, 128])
     parser.add_argument("--targets", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument(
         "--tiles", type=parse_tile, nargs="+", help="the grid's tiles (tuning.TILES)"
     )
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda")
     results: dict[str, Any] = {
@@ -178,8 +175,7 @@ def main() -> None:
         )
     text = json.dumps(results, indent=1)
     print(text)
-    if args.out:
-        args.out.write_text(text)
+    harness.write(results, args, harness.card(device))
 
 
 if __name__ == "__main__":

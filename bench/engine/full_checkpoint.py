@@ -9,19 +9,18 @@ real special ids (BOS 0, EOS 1, PAD 2, ``<image>`` 128815, then the layout token
 manifest. Random weights never stop by themselves: the worker's per-page token budget
 (``unlimited_ocr.max_tokens_per_page``) closes each page and the page guard forces its marker.
 
-    python -m bench.full_checkpoint /tmp/uocr-v1-random      # on the GPU machine (~1 min)
+    python -m bench.engine.full_checkpoint /tmp/uocr-v1-random      # on the GPU machine (~1 min)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from bench import harness
 from ocr_worker.engines.unlimited_ocr.model.manifest import write_manifest
 from tests.worker.engines.unlimited_ocr.tiny_model import CORPUS, LAYOUT_TOKENS, SPECIALS
 
@@ -117,12 +116,12 @@ def write_full_checkpoint(path: Path, *, seed: int = 0) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, results=False)
     parser.add_argument("path", type=Path)
-    started = time.perf_counter()
-    path = write_full_checkpoint(parser.parse_args().path)
+    with harness.Stopwatch() as watch:
+        path = write_full_checkpoint(parser.parse_args().path)
     size = sum(f.stat().st_size for f in path.iterdir()) / 1e9
-    print(f"wrote {path}: {size:.2f} GB in {time.perf_counter() - started:.0f} s")
+    print(f"wrote {path}: {size:.2f} GB in {watch.seconds:.0f} s")
 
 
 if __name__ == "__main__":

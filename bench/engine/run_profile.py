@@ -1,36 +1,36 @@
 """Where a run of documents loses time against the steady step: the GPU's work and its idle
 gaps over a window of steps, in the steady step and inside runs of documents.
 
-engine_bench's runs take longer a step than its steady step (run J, H100: 16 documents, 2.84
-ms a step with short outputs and 2.62 at 700 tokens a page, against 2.42 steady; 128, 8.49
-against 8.15). Either the GPU does more a step in a run, or it waits on the host. Each case is
-profiled over a window of ``--window`` steps (torch's profiler, CUDA activity; the window is
-set by the steps the scheduler launches): the window's wall ms a step, the GPU's busy ms a step
-(the union of its kernels and copies), its idle time by the gaps' length, the kernel families.
-Runs at 700 tokens a page only for the first document count (their groups are long).
+engine_bench's runs take longer a step than its steady step (an H100 on 2026-12-06: 16
+documents, 2.84 ms a step with short outputs and 2.62 at 700 tokens a page, against 2.42 steady;
+128, 8.49 against 8.15; bench/RESULTS.md, "GPU engine: kernels"). Either the GPU does more a
+step in a run, or it waits on the host. Each case is profiled over a window of ``--window``
+steps (torch's profiler, CUDA activity; the window is set by the steps the scheduler launches):
+the window's wall ms a step, the GPU's busy ms a step (the union of its kernels and copies), its
+idle time by the gaps' length, the kernel families. Runs at 700 tokens a page only for the first
+document count (their groups are long).
 
-    python3 -m bench.run_profile --documents 16 128 --out /tmp/run_profile.json   # on the GPU
-    python3 -m bench.run_profile --tiny --documents 2 --window 20 --skip 5 --pages 9 ...  # CPU
+    python3 -m bench.engine.run_profile --documents 16 128                        # on the GPU
+    python3 -m bench.engine.run_profile --tiny --documents 2 --window 20 --skip 5 --pages 9  # CPU
         (a smoke run: on the CPU no GPU activity is counted)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from bench import engine_bench
-from bench.engine_bench import Engine, sync
-from bench.step_profile import kernel_table
-from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
+from bench import harness
+from bench.engine import setup
+from bench.engine.setup import Engine
+from bench.engine.step_profile import kernel_table
+from bench.harness import sync
 
 GAP_BUCKETS_US = (10, 100, 1000)  # idle gaps shorter than each, then the rest
 
@@ -122,21 +122,26 @@ def cases(engine: Engine, args: argparse.Namespace) -> Iterator[tuple[str, Calla
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    engine_bench.engine_options(parser, workspace_gb=24.0)
-    parser.add_argument("--documents", type=int, nargs="+", default=[16])
-    parser.add_argument("--pages", type=int, default=24, help="pages a document, short outputs")
+    parser = harness.parser(
+        __doc__,
+        documents=[16],
+        pages=24,
+        help={
+            "documents": "documents decoding at once",
+            "pages": "pages a document, short outputs",
+        },
+    )
+    setup.engine_options(parser, workspace_gb=24.0)
     parser.add_argument("--realistic-page-tokens", type=int, default=700)
     parser.add_argument("--realistic-pages", type=int, default=8)
     parser.add_argument("--skip", type=int, default=300, help="steps before the window")
     parser.add_argument("--window", type=int, default=300)
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.window < 1:
         parser.error("--window must be at least 1 step")
-    model, device, dtype = engine_bench.bench_model(args.tiny)
+    model, device, dtype = setup.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
-    results: dict[str, Any] = {"device": card_name(device)}
+    results: dict[str, Any] = {"device": harness.card(device)}
     for name, work in cases(engine, args):
         results[name] = row = profiled(engine, args.skip, args.window, work)
         idle = ", ".join(f"{k} {v:.3f}" for k, v in row["idle_ms_per_step"].items())
@@ -147,8 +152,9 @@ def main() -> None:
         )
         for family, cell in list(row["families"].items())[:6]:
             print(f"    {family:<34}{cell['count']:6.1f} kernels {cell['us'] / 1000:8.3f} ms")
-        if args.out:  # after every case: a later one that runs too few steps keeps these
-            args.out.write_text(json.dumps(results, indent=1))
+        # after every case: a later one that runs too few steps keeps these
+        harness.write(results, args, results["device"], quiet=True)
+    print(f"results: {harness.result_path(args.out, results['device'], args.label)}")
 
 
 if __name__ == "__main__":

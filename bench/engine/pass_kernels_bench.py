@@ -1,12 +1,12 @@
 """A prefill pass's small kernels at v1's shape, each launch side by side with the one the
-engine ran before, replayed from CUDA graphs (mlp_bench.graphed_us):
+engine ran before, replayed from CUDA graphs (harness.graphed_us):
 
 - ``rope_store`` (kernels/norms.py): the pass's rows of 10 heads, by heads a program; one head a
   program is the launch before, all of a row's the default now;
 - the fused routing (kernels/routing.py: _route_rows): the pass's rows by tokens a program; 16 a
   program is the launch before.
 
-    python3 -m bench.pass_kernels_bench [--rows 15295 128] [--out pass_kernels.json]
+    python3 -m bench.engine.pass_kernels_bench [--rows 15295 128] [--out pass_kernels.json]
 
 15,295 rows: 7 groups of 8 pages (2,185 rows each), as the 128-document runs pass them; 128:
 a step of 128 sequences. Prints µs a layer, against the launch before, and the TB/s of the bytes
@@ -16,14 +16,11 @@ the card's L2 (50 MB on an H100), as the engine's would not: the ratios are the 
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-from pathlib import Path
 
 import torch
 
-from bench.mlp_bench import graphed_us
+from bench import harness
 from ocr_worker.engines.unlimited_ocr.kernels import norms
 from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
 
@@ -44,7 +41,7 @@ def rope_row(rows: int, device: torch.device) -> dict[str, float]:
     moved = rows * (2 * 3 * HEADS * DIM * 2 + DIM * 2)  # qkv in, q k v out; half of cos, sin
     row: dict[str, float] = {}
     for block in HEADS_BLOCKS:
-        us = graphed_us(
+        us = harness.graphed_us(
             functools.partial(norms.rope_store, qkv, cos, sin, k_pool, v_pool, write, block)
         )
         row[f"heads_{block}_us"] = us
@@ -59,7 +56,7 @@ def route_row(rows: int, device: torch.device) -> dict[str, float]:
     row: dict[str, float] = {}
     for count in ROUTER_ROWS:
         launch = routing_kernels.RouterLaunch(rows=count)
-        us = graphed_us(functools.partial(_route_ids, h, router, launch))
+        us = harness.graphed_us(functools.partial(_route_ids, h, router, launch))
         row[f"rows_{count}_us"] = us
         row[f"rows_{count}_tb_s"] = rows * HIDDEN * 2 / us / 1e6
     return row
@@ -80,9 +77,8 @@ def report(name: str, row: dict[str, float], keys: tuple[int, ...], prefix: str)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = harness.parser(__doc__)
     parser.add_argument("--rows", type=int, nargs="+", default=[15_295, 128])
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda")
     results: dict[str, dict[str, float]] = {}
@@ -92,8 +88,7 @@ def main() -> None:
         if routing_kernels.router_for(rows).fused:  # a step of few is split in two kernels
             results[f"route_{rows}"] = route = route_row(rows, device)
             report(f"routing in one kernel, {rows} rows (a layer)", route, ROUTER_ROWS, "rows")
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+    harness.write(results, args, harness.card(device))
 
 
 if __name__ == "__main__":

@@ -12,27 +12,26 @@ R-SWA steps and a run of documents with each set, the default first, taking turn
 ``--rounds`` rounds; each set's best against the default's. Full-size v1 with random bf16
 weights (engine_bench.bench_model).
 
-    python3 -m bench.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6 [--documents 128]
-    python3 -m bench.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
-    python3 -m bench.tiles_bench --tiles NAME --attention-plan mma_b32_w1_s3@4096 --together
-    python3 -m bench.tiles_bench --whole-last-layer --first-tokens-at-once --step-batches 128
-    python3 -m bench.tiles_bench --prefill-attention flash --step-batches 128
+    python3 -m bench.engine.tiles_bench --tiles w8_n64_k128 swap_plan_w4_n64_k64_s6
+    python3 -m bench.engine.tiles_bench --attention "NVIDIA H200" --step-batches 1 16 128
+    python3 -m bench.engine.tiles_bench --tiles NAME --attention-plan mma_b32_w1_s3@4096 --together
+    python3 -m bench.engine.tiles_bench --whole-last-layer --first-tokens-at-once --step-batches 128
+    python3 -m bench.engine.tiles_bench --prefill-attention flash --step-batches 128
 
 One engine serves every set: each set gets CUDA graphs of its own, in a pool of their own,
-captured with its tiles. The sets' earlier graphs are kept, not freed: run I1's A/B cleared
-them and recaptured into the same pool, which tripped an assert in torch's caching allocator
+captured with its tiles. The sets' earlier graphs are kept, not freed: an A/B that cleared them
+and recaptured into the same pool (2026-12-06) tripped an assert in torch's caching allocator
 and left the rest of the run without graphs. The first round also warms up: reported is each
-set's best round. Runs J and L (H100s, bench/RESULTS.md)."""
+set's best round (bench/RESULTS.md, "GPU engine: kernels")."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from bench import attention_bench, engine_bench, mlp_bench
-from bench.engine_bench import Engine
+from bench import harness
+from bench.engine import attention_bench, mlp_bench, setup
+from bench.engine.setup import Engine
 from ocr_worker.engines.unlimited_ocr.kernels import tuning
 from ocr_worker.engines.unlimited_ocr.step import fused_step
 from ocr_worker.engines.unlimited_ocr.step.cuda_graphs import CudaGraphSteps
@@ -75,7 +74,13 @@ def measure(engine: Engine, args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(
+        __doc__,
+        step_batches=[64, 128],
+        documents=128,
+        pages=100,
+        help={"documents": "documents decoding at once (0: steps only)"},
+    )
     named = [name for name, tiles in mlp_bench.VARIANTS.items() if tiles]
     parser.add_argument("--tiles", nargs="*", choices=named, default=[])
     parser.add_argument("--attention", nargs="*", choices=list(tuning.CARDS), default=[])
@@ -100,12 +105,8 @@ def main() -> None:
         default=[],
         help="a prefill pass's attention this way too",
     )
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--step-batches", type=int, nargs="+", default=[64, 128])
-    parser.add_argument("--documents", type=int, default=128, help="0: steps only")
-    parser.add_argument("--pages", type=int, default=100)
-    engine_bench.engine_options(parser, workspace_gb=24.0)
-    parser.add_argument("--out", type=Path)
+    harness.arguments(parser, rounds=2, help={"rounds": "rounds of every set, taking turns"})
+    setup.engine_options(parser, workspace_gb=24.0)
     args = parser.parse_args()
     if not (
         args.tiles
@@ -121,9 +122,9 @@ def main() -> None:
         )
     if args.together and not (args.tiles and args.attention_plan):
         parser.error("--together pairs --tiles with --attention-plan: name both")
-    model, device, dtype = engine_bench.bench_model(args.tiny)
+    model, device, dtype = setup.bench_model(args.tiny)
     engine = Engine(model, args, device, dtype, 0)
-    card = tuning.card_name(device)
+    card = harness.card(device)
     tiles, plans = tuning.tuning_for(card).moe_many_tokens, tuning.tuning_for(card).attention
     sets = {"default": Setup(tiles, plans)}
     sets |= {name: Setup(mlp_bench.VARIANTS[name] or tiles, plans) for name in args.tiles}
@@ -143,13 +144,12 @@ def main() -> None:
     retired: list[CudaGraphSteps] = []
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
     for round_no in range(args.rounds):
-        for name, setup in sets.items():
-            use(engine, setup, retired)
+        for name, chosen in sets.items():
+            use(engine, chosen, retired)
             rounds[name].append(measure(engine, args))
             print(f"round {round_no + 1} {name}: {rounds[name][-1]}", flush=True)
     report(rounds)
-    if args.out:
-        args.out.write_text(json.dumps({"device": card, "rounds": rounds}, indent=1))
+    harness.write({"device": card, "rounds": rounds}, args, card)
 
 
 def report(rounds: dict[str, list[dict[str, float]]]) -> None:

@@ -2,7 +2,7 @@
 (kernels/moe.py, several tile shapes) against transformers' own module (its grouped_mm experts),
 side by side, each replayed from a CUDA graph as the step runs it.
 
-    python3 -m bench.mlp_bench [--tokens 1 16 128]
+    python3 -m bench.engine.mlp_bench [--tokens 1 16 128]
 
 Prints µs per call and ours/transformers ratios for the MoE layer and the dense first layer
 (for the MoE also ``ours_merge_*``: where the shared experts run, fused_mlp.MOE_MERGE; tiles that
@@ -11,16 +11,14 @@ and the bytes of weights each call must read at the card's bandwidth (the floor)
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 from triton.runtime.errors import OutOfResources
 
+from bench import harness
 from ocr_worker.engines.unlimited_ocr.kernels import routing as routing_kernels
 from ocr_worker.engines.unlimited_ocr.kernels import tuning
 from ocr_worker.engines.unlimited_ocr.step.fused_mlp import MOE_MERGES, fused_mlp
@@ -62,7 +60,8 @@ VARIANTS: dict[str, Tiles | None] = {
         gate_up_n=128, down_n=128, k=64, warps=8, stages=4, swap=True, plan=True
     ),
     "swap_plan_w4_n64_k32_s6": Tiles(gate_up_n=64, down_n=64, k=32, stages=6, swap=True, plan=True),
-    # more of each expert's bytes in flight, for the H200's bandwidth (run D: ~50% of it)
+    # more of each expert's bytes in flight, for the H200's bandwidth (~50% of it on 2026-12-05:
+    # bench/RESULTS.md, "GPU engine: kernels")
     "swap_plan_w4_n64_k64_s5": Tiles(gate_up_n=64, down_n=64, k=64, stages=5, swap=True, plan=True),
     "swap_plan_w4_n64_k128_s3": Tiles(gate_up_n=64, down_n=64, stages=3, swap=True, plan=True),
     "swap_plan_w4_n128_k64_s4": Tiles(
@@ -88,39 +87,8 @@ BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
 
 
 def timed(call: Callable[[], torch.Tensor]) -> float | None:
-    """graphed_us, or None for tiles that do not fit the card (its shared memory)."""
-    try:
-        return graphed_us(call)
-    except OutOfResources:
-        return None
-
-
-def graphed_us(call: Callable[[], torch.Tensor], repeats: int = 20, rounds: int = 5) -> float:
-    """µs per call, ``repeats`` calls captured in one graph and replayed."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            call()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(repeats):
-            call()
-    return replayed_us(graph, rounds) / repeats
-
-
-def replayed_us(graph: torch.cuda.CUDAGraph, rounds: int) -> float:
-    """µs per replay of ``graph``, replayed ``rounds`` times back to back after one warm-up."""
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(rounds):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) * 1000 / rounds
+    """harness.graphed_us, or None for tiles that do not fit the card (its shared memory)."""
+    return harness.graphed_us(call, unfit=(OutOfResources,))  # type: ignore[no-any-return]
 
 
 def weight_bytes(mlp, tokens: int, h: torch.Tensor) -> int:  # type: ignore[no-untyped-def]
@@ -141,7 +109,7 @@ def v1_layers(count: int, device: torch.device):  # type: ignore[no-untyped-def]
         UnlimitedOcrForConditionalGeneration,
     )
 
-    from bench.full_checkpoint import randomize
+    from bench.engine.full_checkpoint import randomize
     from tests.worker.engines.unlimited_ocr.tiny_model import TINY_VISION
 
     config = UnlimitedOcrConfig(vision_config=TINY_VISION, text_config={"num_hidden_layers": count})
@@ -160,10 +128,9 @@ def _call_module(mlp: Any, h: torch.Tensor) -> torch.Tensor:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 128])
     parser.add_argument("--tiles", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     device = torch.device("cuda")
     layers = v1_layers(2, device)
@@ -175,7 +142,7 @@ def main() -> None:
             h = torch.randn(tokens, 1280, device=device, dtype=torch.bfloat16, generator=gen)
             with torch.no_grad():
                 row: dict[str, float | None] = {
-                    "transformers_us": graphed_us(functools.partial(_call_module, mlp, h))
+                    "transformers_us": harness.graphed_us(functools.partial(_call_module, mlp, h))
                 }
                 expected = _call_module(mlp, h)[0].float()
                 for variant in args.tiles:
@@ -222,8 +189,7 @@ def main() -> None:
             print("   ", {k: v if v is None else round(v, 1) for k, v in timings.items()})
             errors = {k[6:]: f"{v:.1e}" for k, v in row.items() if k.startswith("error_") and v}
             print("    relative error against the module:", errors, flush=True)
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+    harness.write(results, args, harness.card(device))
 
 
 if __name__ == "__main__":

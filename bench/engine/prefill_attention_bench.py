@@ -1,11 +1,11 @@
 """A prefill pass's attention, one layer at v1's shape, each way the engine can run it, replayed
-from CUDA graphs (mlp_bench.graphed_us):
+from CUDA graphs (harness.graphed_us):
 
 - ``flash``: K and V gathered out of the pool, then torch's varlen flash attention (FA2), the
   engine's launch before (PrefillPass.attend);
 - each of tuning.PREFILL_TILES: the Triton kernel reading the pool in place.
 
-    python3 -m bench.prefill_attention_bench [--groups 7] [--out prefill_attention.json]
+    python3 -m bench.engine.prefill_attention_bench [--groups 7] [--out prefill_attention.json]
 
 A pass of 7 groups of 8 pages (2,185 rows each, as the 128-document runs pass them), and the
 same groups with a boundary page's 274 rows as past rows (1,911 new). Prints µs a layer, the
@@ -14,14 +14,11 @@ ratio against flash, TFLOP/s of the causal products, and each way's error agains
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-from pathlib import Path
 
 import torch
 
-from bench.mlp_bench import graphed_us
+from bench import harness
 from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import paged_prefill_attention
 from ocr_worker.engines.unlimited_ocr.kernels.tuning import (
     PREFILL_TILES,
@@ -59,7 +56,7 @@ def measure(groups: int, past: int, device: torch.device) -> dict[str, float]:
     q, k_pool, v_pool, packed, flops = a_pass(groups, past, device)
     flash = functools.partial(packed.attend, q, k_pool, v_pool)
     expected = flash().float()
-    row = {"flash_us": graphed_us(flash), "gflop": flops / 1e9}
+    row = {"flash_us": harness.graphed_us(flash), "gflop": flops / 1e9}
     for tile in PREFILL_TILES:
         name = _name(tile)
         ours = functools.partial(
@@ -67,7 +64,7 @@ def measure(groups: int, past: int, device: torch.device) -> dict[str, float]:
             packed.longest[0], tile,
         )  # fmt: skip
         row[f"{name}_error"] = ((ours().float() - expected).norm() / expected.norm()).item()
-        row[f"{name}_us"] = graphed_us(ours)
+        row[f"{name}_us"] = harness.graphed_us(ours)
     return row
 
 
@@ -76,9 +73,7 @@ def _name(tile: PrefillTile) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=7)
-    parser.add_argument("--out", type=Path)
+    parser = harness.parser(__doc__, groups=7, help={"groups": "page groups a pass"})
     args = parser.parse_args()
     device = torch.device("cuda")
     report: dict[str, object] = {"device": torch.cuda.get_device_name(), "groups": args.groups}
@@ -98,8 +93,7 @@ def main() -> None:
                 f"  {name:<24} {us:7.1f} µs  {flash / us:.2f}x  {row['gflop'] / us * 1e3:5.0f} "
                 f"TFLOP/s  error {error:.2%}{mark}"
             )
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
+    harness.write(report, args, harness.card(device))
 
 
 if __name__ == "__main__":

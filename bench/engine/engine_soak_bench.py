@@ -5,25 +5,24 @@ lengths drawn at random, so the batch's shape keeps changing) through our engine
 number of batches through `generate`, sampling after each round: GPU memory allocated and
 reserved by torch, the KV pool's blocks in use, and the process's resident memory.
 
-    python3 -m bench.engine_soak_bench --rounds 20 --out engine_soak.json      # on the H200
-    python -m bench.engine_soak_bench --tiny --rounds 4 --documents 3           # CPU smoke test
+    python3 -m bench.engine.engine_soak_bench --rounds 20                      # on the GPU
+    python -m bench.engine.engine_soak_bench --tiny --rounds 4 --documents 3   # CPU smoke test
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import random
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import psutil
 import torch
 
-from bench import engine_bench
-from bench.engine_bench import Engine, stand_in, sync
-from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
+from bench import harness
+from bench.engine import setup
+from bench.engine.setup import Engine, stand_in
+from bench.harness import sync
 
 GB = 1e9
 
@@ -65,7 +64,7 @@ def soak_generate(model, args: argparse.Namespace, device, dtype) -> list[dict]:
     samples = []
     for round_no in range(args.rounds):
         pages = rng.randint(2, min(args.max_pages, args.hf_max_pages))
-        prefix = engine_bench.PAGE_TOKENS * pages + engine_bench.PROMPT_TOKENS + 1
+        prefix = setup.PAGE_TOKENS * pages + setup.PROMPT_TOKENS + 1
         embeds = torch.stack(
             [
                 stand_in(prefix, hidden, device, dtype, round_no * 100 + i)
@@ -119,19 +118,21 @@ def report(args: argparse.Namespace, ours: list[dict], hf: list[dict], device_na
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tiny", action="store_true")
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--documents", type=int, default=16)
+    parser = harness.parser(
+        __doc__,
+        tiny=False,
+        rounds=20,
+        warmup=3,
+        documents=16,
+        help={"documents": "documents a round"},
+    )
     parser.add_argument("--max-pages", type=int, default=40)
     parser.add_argument("--hf-max-pages", type=int, default=40)
     parser.add_argument("--max-tokens", type=int, default=192)
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.rounds <= args.warmup:
         parser.error("--rounds must be more than --warmup")
-    model, device, dtype = engine_bench.bench_model(args.tiny)
+    model, device, dtype = setup.bench_model(args.tiny)
     engine_args = argparse.Namespace(
         workspace_gb=4.0 if not args.tiny else 0.01,
         block_size=32,
@@ -142,12 +143,10 @@ def main() -> None:
     engine = Engine(model, engine_args, device, dtype, 0)  # R-SWA, the default rule
     ours = soak_ours(engine, args, device)
     hf = soak_generate(model, args, device, dtype)
-    name = card_name(device)
+    name = harness.card(device)
     report(args, ours, hf, name)
-    if args.out:
-        args.out.write_text(
-            json.dumps({"args": vars(args) | {"out": str(args.out)}, "ours": ours, "hf": hf})
-        )
+    results = {"args": vars(args) | {"out": str(args.out)}, "ours": ours, "hf": hf}
+    harness.write(results, args, name)
 
 
 if __name__ == "__main__":

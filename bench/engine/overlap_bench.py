@@ -1,11 +1,12 @@
 """Would a prefill beside the decode steps pay? Prefill passes of page groups on a side CUDA
 stream while sequences decode on the default one, against the same work one after the other.
 
-At the goals' short outputs a 128-document run is a quarter prefill (bench/RESULTS.md, runs
-D and F3): the steps read K and V at the card's memory bandwidth while the prefill's GEMMs are
-bound by its tensor cores, so the two might share the card. This measures it, the engine as
-it is (full-size v1, random bf16 weights). On an H100 they do not: 1.03-1.07x in every mode,
-the graphed pass's included (bench/RESULTS.md, session seven); a pass's GEMMs hold every SM.
+At the goals' short outputs a 128-document run is a quarter prefill (bench/RESULTS.md, "GPU
+engine: decode throughput"): the steps read K and V at the card's memory bandwidth while the
+prefill's GEMMs are bound by its tensor cores, so the two might share the card. This measures
+it, the engine as it is (full-size v1, random bf16 weights). On an H100 they do not: 1.03-1.07x
+in every mode, the graphed pass's included (bench/RESULTS.md, "GPU engine: kernels"); a pass's
+GEMMs hold every SM.
 
 - ``steps``: ``--steps`` decode steps of ``--sequences`` sequences (8-page groups), alone;
 - ``passes``: ``--passes`` prefill passes of ``--groups`` 8-page groups each, alone;
@@ -24,10 +25,11 @@ the graphed pass's included (bench/RESULTS.md, session seven); a pass's GEMMs ho
   steps (``own_graph_*``); eager passes in turn with the steps (``interleaved``). And, for the
   record, the pass captured outside it (``passes``, ``beside``, ``split``: the steps on a
   green stream of the other SMs): a graph captured on the primary context runs on every SM
-  whatever stream replays it, so these show no confinement (bench/RESULTS.md, run H).
+  whatever stream replays it, so these show no confinement (bench/RESULTS.md, "GPU engine:
+  kernels").
 
-    python3 -m bench.overlap_bench [--sequences 128] [--passes 4] [--steps 20]
-    python3 -m bench.overlap_bench --tiny --sequences 4 --groups 2 --steps 4   # CPU smoke run
+    python3 -m bench.engine.overlap_bench [--sequences 128] [--passes 4] [--steps 20]
+    python3 -m bench.engine.overlap_bench --tiny --sequences 4 --groups 2 --steps 4   # CPU
 
 Prints ms for each, and serial / overlapped (2.0: the card did both at once, 1.0: no gain).
 """
@@ -36,21 +38,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import statistics
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 
-from bench import engine_bench
-from bench.engine_bench import Engine, free_running_guard, stand_in, sync
-from ocr_worker.engines.unlimited_ocr.kernels.decode_attention import card_name
+from bench import harness
+from bench.engine import setup
+from bench.engine.setup import Engine, free_running_guard, stand_in
+from bench.harness import sync
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import (
     DecodeRequest,
     NewSegment,
@@ -68,15 +67,15 @@ def group(engine: Engine, name: str, sequence: int, new_tokens: int) -> DecodeRe
     new += [
         NewSegment(
             "page",
-            stand_in(engine_bench.PAGE_TOKENS, text.hidden_size, device, dtype, seed),
+            stand_in(setup.PAGE_TOKENS, text.hidden_size, device, dtype, seed),
             page_no=p,
         )
-        for p, seed in enumerate(engine_bench.distinct_pages(sequence, PAGES))
+        for p, seed in enumerate(setup.distinct_pages(sequence, PAGES))
     ]
     new.append(
         NewSegment(
             "prompt",
-            stand_in(engine_bench.PROMPT_TOKENS, text.hidden_size, device, dtype, 7),
+            stand_in(setup.PROMPT_TOKENS, text.hidden_size, device, dtype, 7),
         )
     )
     return DecodeRequest(name, [], new, free_running_guard(PAGES), new_tokens, ignore_eos=True)
@@ -140,19 +139,6 @@ def captured_pass(engine: Engine, requests: list[DecodeRequest], stream: torch.c
     except Exception as error:  # noqa: BLE001 (reported, not raised: the eager modes stand)
         return f"{type(error).__name__}: {error}"[:300]
     return graph
-
-
-def timed_ms(device: torch.device, work: Callable[[], None], repeats: int = 3) -> float:
-    """Median wall ms of ``work``, from a synced card to a synced card, after one warm-up."""
-    times = []
-    for attempt in range(repeats + 1):
-        sync(device)
-        started = time.perf_counter()
-        work()
-        sync(device)
-        if attempt:
-            times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 Work = Callable[[], None]
@@ -220,21 +206,23 @@ def in_turn(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", action="store_true")
+    parser = harness.parser(
+        __doc__,
+        tiny=False,
+        groups=8,
+        steps=20,
+        workspace_gb=24.0,
+        sr_swa_blocks=0,
+        help={"groups": "8-page groups a prefill pass", "steps": "decode steps a run"},
+    )
     parser.add_argument("--sequences", type=int, default=128)
     parser.add_argument("--passes", type=int, default=4)
-    parser.add_argument("--groups", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--switch-us", type=int, nargs="+", default=[5000, 500, 100])
-    parser.add_argument("--workspace-gb", type=float, default=24.0)
-    parser.add_argument("--sr-swa-blocks", type=int, default=0, help="0: R-SWA (the default)")
     parser.add_argument(
         "--prefill-sms", type=int, nargs="*", default=[], help="green contexts' SM counts"
     )
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    model, device, dtype = engine_bench.bench_model(args.tiny)
+    model, device, dtype = setup.bench_model(args.tiny)
     options = SimpleNamespace(
         workspace_gb=args.workspace_gb,
         block_size=32,
@@ -259,17 +247,17 @@ def main() -> None:
     interleaved = in_turn(engine, args, requests, side)
     two_threads = from_a_thread(on(side, passes), steps)
     results: dict = {
-        "device": card_name(device),
+        "device": harness.card(device),
         "args": vars(args) | {"out": str(args.out)},
-        "steps_ms": timed_ms(device, steps),
-        "passes_ms": timed_ms(device, passes),
-        "one_thread_ms": timed_ms(device, one_thread),
-        "interleaved_ms": timed_ms(device, interleaved),
+        "steps_ms": harness.Stopwatch.ms_of(steps, device),
+        "passes_ms": harness.Stopwatch.ms_of(passes, device),
+        "one_thread_ms": harness.Stopwatch.ms_of(one_thread, device),
+        "interleaved_ms": harness.Stopwatch.ms_of(interleaved, device),
     }
     default_interval = sys.getswitchinterval()
     for micros in args.switch_us:
         sys.setswitchinterval(micros / 1e6)
-        results[f"two_threads_{micros}us_ms"] = timed_ms(device, two_threads)
+        results[f"two_threads_{micros}us_ms"] = harness.Stopwatch.ms_of(two_threads, device)
     sys.setswitchinterval(default_interval)
     if side is not None:
         graph = graphed(engine, args, side, requests, steps, results)
@@ -295,8 +283,7 @@ def main() -> None:
         if key.endswith("_error"):
             print(f"  {key[:-6]}: {value}")
     engine.scheduler.abort_all()
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+    harness.write(results, args, results["device"])
 
 
 def graphed(
@@ -316,9 +303,11 @@ def graphed(
         return None
     device, replayed = engine.device, replays(graph, side, args.passes)
     urgent = torch.cuda.Stream(priority=-1)
-    results["graphed_passes_ms"] = timed_ms(device, replayed)
-    results["graphed_beside_ms"] = timed_ms(device, in_order(replayed, steps))
-    results["graphed_beside_urgent_ms"] = timed_ms(device, in_order(replayed, on(urgent, steps)))
+    results["graphed_passes_ms"] = harness.Stopwatch.ms_of(replayed, device)
+    results["graphed_beside_ms"] = harness.Stopwatch.ms_of(in_order(replayed, steps), device)
+    results["graphed_beside_urgent_ms"] = harness.Stopwatch.ms_of(
+        in_order(replayed, on(urgent, steps)), device
+    )
     return graph
 
 
@@ -363,22 +352,28 @@ def partitioned(
         context.pop_context()
     key = f"green{sms}"
     try:
-        results[f"{key}_eager_passes_ms"] = timed_ms(device, eager)
-        results[f"{key}_eager_thread_ms"] = timed_ms(device, from_a_thread(eager, steps))
+        results[f"{key}_eager_passes_ms"] = harness.Stopwatch.ms_of(eager, device)
+        results[f"{key}_eager_thread_ms"] = harness.Stopwatch.ms_of(
+            from_a_thread(eager, steps), device
+        )
         if isinstance(own, str):
             results[f"{key}_capture_error"] = own
         else:
             own_replays = replays(own, stream, args.passes)
-            results[f"{key}_own_graph_passes_ms"] = timed_ms(device, own_replays)
-            results[f"{key}_own_graph_beside_ms"] = timed_ms(device, in_order(own_replays, steps))
+            results[f"{key}_own_graph_passes_ms"] = harness.Stopwatch.ms_of(own_replays, device)
+            results[f"{key}_own_graph_beside_ms"] = harness.Stopwatch.ms_of(
+                in_order(own_replays, steps), device
+            )
         if graph is not None:  # captured on the primary context
             replayed = replays(graph, stream, args.passes)
-            results[f"{key}_passes_ms"] = timed_ms(device, replayed)
-            results[f"{key}_beside_ms"] = timed_ms(device, in_order(replayed, steps))
+            results[f"{key}_passes_ms"] = harness.Stopwatch.ms_of(replayed, device)
+            results[f"{key}_beside_ms"] = harness.Stopwatch.ms_of(in_order(replayed, steps), device)
             if not isinstance(decode, str):
                 split = in_order(replayed, on(decode[1], steps))
-                results[f"{key}_split_ms"] = timed_ms(device, split)
-        results[f"{key}_interleaved_ms"] = timed_ms(device, in_turn(engine, args, requests, stream))
+                results[f"{key}_split_ms"] = harness.Stopwatch.ms_of(split, device)
+        results[f"{key}_interleaved_ms"] = harness.Stopwatch.ms_of(
+            in_turn(engine, args, requests, stream), device
+        )
     except Exception as error:  # noqa: BLE001
         results[f"green{sms}_run_error"] = f"{type(error).__name__}: {error}"[:300]
 
