@@ -34,64 +34,66 @@ if wanted tests; then
 fi
 if wanted attention; then
   part attention
-  timeout 300 python3 -m bench.attention_bench --out "$OUTDIR/attention_bench.json" >"$OUTDIR/attention_bench.log" 2>&1
+  timeout 300 python3 -m bench.engine.attention_bench --out "$OUTDIR" >"$OUTDIR/attention_bench.log" 2>&1
   grep -E "^ +[0-9]+ seqs" "$OUTDIR/attention_bench.log" || tail -20 "$OUTDIR/attention_bench.log"
 fi
 if wanted mlp; then
   part mlp
-  timeout 300 python3 -m bench.mlp_bench --out "$OUTDIR/mlp_bench.json" >"$OUTDIR/mlp_bench.log" 2>&1
+  timeout 300 python3 -m bench.engine.mlp_bench --out "$OUTDIR" >"$OUTDIR/mlp_bench.log" 2>&1
   tail -14 "$OUTDIR/mlp_bench.log"
 fi
 if wanted kernels; then  # a prefill pass's RoPE, routing and attention, each beside the one before
   part kernels
-  timeout 120 python3 -m bench.pass_kernels_bench --out "$OUTDIR/pass_kernels.json" >"$OUTDIR/pass_kernels.log" 2>&1
+  timeout 120 python3 -m bench.engine.pass_kernels_bench --out "$OUTDIR" >"$OUTDIR/pass_kernels.log" 2>&1
   tail -16 "$OUTDIR/pass_kernels.log"
-  timeout 120 python3 -m bench.prefill_attention_bench --out "$OUTDIR/prefill_attention.json" \
+  timeout 120 python3 -m bench.engine.prefill_attention_bench --out "$OUTDIR" \
     >"$OUTDIR/prefill_attention.log" 2>&1
   tail -16 "$OUTDIR/prefill_attention.log"
 fi
 if wanted picks; then  # this card's own experts' tiles and attention plan at 128 sequences, then
-  # the goals table with those that beat the defaults by more than 1% (card_picks.py)
+  # the goals table with those that beat the defaults by more than 1% (engine/card_picks.py)
   part picks
-  rm -f "$OUTDIR/mlp_picks.json" "$OUTDIR/attention_picks.json"  # no stale picks from a timeout
-  timeout 150 python3 -m bench.mlp_bench --tokens 128 --tiles ${PICK_TILES:-default w8_n64_k128 \
+  rm -f "$OUTDIR"/mlp_bench_*_picks.json "$OUTDIR"/attention_bench_*_picks.json  # none stale
+  timeout 150 python3 -m bench.engine.mlp_bench --tokens 128 --tiles ${PICK_TILES:-default w8_n64_k128 \
     swap_plan_w4_n64_k64_s6 swap_plan_w8_n128_k64_s4 swap_plan_w4_n64_k64_s5 swap_plan_w4_n64_k128_s3 \
     swap_plan_w4_n128_k64_s4 swap_plan_w8_n64_k64_s4} \
-    --out "$OUTDIR/mlp_picks.json" >"$OUTDIR/mlp_picks.log" 2>&1
+    --out "$OUTDIR" --label picks >"$OUTDIR/mlp_picks.log" 2>&1
   # five and six stages: more K and V in flight a program for the H200's bandwidth (its best plan
-  # in run B read at 3.86 TB/s, ~90% of the 4.3 a copy moves there; the H100's reads all of its 3.0)
-  timeout 150 python3 -m bench.attention_bench --batches 128 --targets 2048 4096 8192 \
+  # read at 3.86 TB/s, ~90% of the 4.3 a copy moves there; the H100's reads all of its 3.0:
+  # bench/RESULTS.md, "GPU engine: kernels" and "Open goals")
+  timeout 150 python3 -m bench.engine.attention_bench --batches 128 --targets 2048 4096 8192 \
     --tiles ${PICK_PLANS:-mma_b16_w1_s2 mma_b16_w1_s3 mma_b16_w1_s4 mma_b16_w1_s5 mma_b16_w1_s6 mma_b32_w1_s3 \
     mma_b32_w1_s4 mma_b32_w1_s5} \
-    --out "$OUTDIR/attention_picks.json" >"$OUTDIR/attention_picks.log" 2>&1
+    --out "$OUTDIR" --label picks >"$OUTDIR/attention_picks.log" 2>&1
   # PICKED_*: the tiles part below reads TILES as its own list
-  read -r PICKED_TILES PICKED_PLAN < <(python3 -m bench.card_picks "$OUTDIR/mlp_picks.json" \
-    "$OUTDIR/attention_picks.json" 2>"$OUTDIR/card_picks.log" || echo "- -")
+  read -r PICKED_TILES PICKED_PLAN < <(python3 -m bench.engine.card_picks \
+    "$OUTDIR"/mlp_bench_*_picks.json "$OUTDIR"/attention_bench_*_picks.json \
+    2>"$OUTDIR/card_picks.log" || echo "- -")
   cat "$OUTDIR/card_picks.log"
   FLAGS=""
   [[ "${PICKED_TILES:--}" != "-" ]] && FLAGS="$FLAGS --moe-tiles $PICKED_TILES"
   [[ "${PICKED_PLAN:--}" != "-" ]] && FLAGS="$FLAGS --attention-plan $PICKED_PLAN"
   echo "goals with:${FLAGS:- the defaults}"
-  timeout 420 python3 -m bench.engine_bench --skip-baseline --workspace-gb 24 --pages 100 \
+  timeout 420 python3 -m bench.engine.engine_bench --skip-baseline --workspace-gb 24 --pages 100 \
     --step-batches 1 16 128 --throughput-docs 16 128 --brief srswa --realistic-page-tokens 700 \
-    --realistic-pages 16 $FLAGS --out "$OUTDIR/engine_bench_picks.json" >"$OUTDIR/engine_bench_picks.log" 2>&1
+    --realistic-pages 16 $FLAGS --out "$OUTDIR" --label picks >"$OUTDIR/engine_bench_picks.log" 2>&1
   tail -12 "$OUTDIR/engine_bench_picks.log"
 fi
-if wanted tiles; then  # the step's many-token MoE tiles, A/B in the engine (tiles_bench.py)
+if wanted tiles; then  # the step's many-token MoE tiles, A/B in the engine (engine/tiles_bench.py)
   part tiles
-  timeout 420 python3 -m bench.tiles_bench --tiles ${TILES:-w8_n64_k128 swap_plan_w4_n64_k64_s6} \
-    --out "$OUTDIR/tiles_bench.json" >"$OUTDIR/tiles_bench.log" 2>&1
+  timeout 420 python3 -m bench.engine.tiles_bench --tiles ${TILES:-w8_n64_k128 swap_plan_w4_n64_k64_s6} \
+    --out "$OUTDIR" >"$OUTDIR/tiles_bench.log" 2>&1
   tail -8 "$OUTDIR/tiles_bench.log"
 fi
-if wanted runs; then  # the GPU's busy time and idle gaps a step: steady, and inside runs (run_profile.py)
+if wanted runs; then  # the GPU's busy time and idle gaps a step, steady and in runs (engine/run_profile.py)
   part runs
-  timeout 300 python3 -m bench.run_profile --documents 16 128 --out "$OUTDIR/run_profile.json" \
+  timeout 300 python3 -m bench.engine.run_profile --documents 16 128 --out "$OUTDIR" \
     >"$OUTDIR/run_profile.log" 2>&1
   grep -v USDT "$OUTDIR/run_profile.log" | tail -42
 fi
 if wanted profile; then
   part profile
-  timeout 240 python3 -m bench.step_profile --out "$OUTDIR/step_profile.json" >"$OUTDIR/step_profile.log" 2>&1
+  timeout 240 python3 -m bench.engine.step_profile --out "$OUTDIR" >"$OUTDIR/step_profile.log" 2>&1
   tail -30 "$OUTDIR/step_profile.log"
 fi
 if wanted service; then
@@ -103,25 +105,25 @@ if wanted service; then
 fi
 if wanted engine; then
   part engine
-  timeout 600 python3 -m bench.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
+  timeout 600 python3 -m bench.engine.engine_bench --skip-baseline --compare-torch --workspace-gb 24 \
     --pages 100 --step-batches 1 16 128 --throughput-docs 16 128 --steps-only rswa_torch \
     --brief srswa --realistic-page-tokens 700 --realistic-pages 24 \
-    --out "$OUTDIR/engine_bench.json" >"$OUTDIR/engine_bench.log" 2>&1
+    --out "$OUTDIR" >"$OUTDIR/engine_bench.log" 2>&1
   tail -30 "$OUTDIR/engine_bench.log"
 fi
 if wanted prefill; then  # 128 documents again with a prefill's MoE each other way
   part prefill
   for moe in ${PREFILL_MOES:-module kernels}; do
-    timeout 240 python3 -m bench.engine_bench --skip-baseline --prefill-moe "$moe" --workspace-gb 24 \
+    timeout 240 python3 -m bench.engine.engine_bench --skip-baseline --prefill-moe "$moe" --workspace-gb 24 \
       --pages 100 --step-batches 128 --throughput-docs 128 --brief rswa --sr-swa-blocks 0 \
-      ${PREFILL_ARGS:-} --out "$OUTDIR/engine_bench_prefill_moe_$moe.json" \
+      ${PREFILL_ARGS:-} --out "$OUTDIR" --label "prefill-moe-$moe" \
       >"$OUTDIR/engine_bench_prefill_$moe.log" 2>&1
     tail -4 "$OUTDIR/engine_bench_prefill_$moe.log"
   done
 fi
 if wanted overlap; then  # a prefill pass beside the steps, on a second stream
   part overlap
-  timeout 120 python3 -m bench.overlap_bench --switch-us 500 --out "$OUTDIR/overlap_bench.json" \
+  timeout 120 python3 -m bench.engine.overlap_bench --switch-us 500 --out "$OUTDIR" \
     >"$OUTDIR/overlap_bench.log" 2>&1
   tail -9 "$OUTDIR/overlap_bench.log"
 fi

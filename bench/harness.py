@@ -268,13 +268,10 @@ def result_path(
 
 
 def stamp(results: dict[str, Any], card_name: str) -> dict[str, Any]:
-    """``results`` with the card, the commit, the date and the command line first."""
-    return {
-        "card": card_name,
-        "commit": commit(),
-        "date": today(),
-        "command": shlex.join(sys.argv),
-    } | results
+    """``results`` with the card, the commit, the date and the command line first (in place
+    of any ``results`` had: a file read back and written again)."""
+    meta = {"card": card_name, "commit": commit(), "date": today(), "command": shlex.join(sys.argv)}
+    return meta | {key: value for key, value in results.items() if key not in meta}
 
 
 def write(

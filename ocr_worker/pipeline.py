@@ -10,9 +10,10 @@ the order of a group's life, with only the parts of this worker it needs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
@@ -66,15 +67,7 @@ class PageGroupPipeline:
         """Run one page group; returns what happened (for logs and tests)."""
         bound = log.bind(job_id=job_id, page_group=group_index)
         self._release_unreleased()
-        claimed = claim_group(
-            job_id,
-            group_index,
-            sessions=self.sessions,
-            dispatcher=self.dispatcher,
-            settings=self.settings.worker,
-            worker_id=self.worker_id,
-            model_version=self.model_version,
-        )
+        claimed = self._claim(job_id, group_index)
         if isinstance(claimed, str):
             bound.info("page_group.skipped", reason=claimed)
             if claimed in SETTLED:  # nothing to run here, but the document may move on
@@ -82,18 +75,9 @@ class PageGroupPipeline:
             return claimed
         started = time.perf_counter()
         with self._leased(claimed):
-            results = decode_group(
-                job_id,
-                claimed,
-                engine=self.engine,
-                model_version=self.model_version,
-                rasterizer=self.rasterizer,
-                render_pool=self.render_pool,
-            )
+            results = self._decode(job_id, claimed)
             with clock.timed("store"):
-                recorded = record_group(
-                    job_id, claimed, results, sessions=self.sessions, store=self.store
-                )
+                recorded = self._record(job_id, claimed, results)
         if not recorded:
             bound.warning("page_group.lease_lost")  # taken over meanwhile; its new owner records
             return "lease_lost"
@@ -175,14 +159,15 @@ class PageGroupPipeline:
         for claimed in waiting:
             self._release(claimed)
 
-    # -- one stage at a time: for tests that stop between stages (a worker dying mid-way, a
-    # lease taken over), tests/worker/test_lease.py and test_reconciler.py. ``run`` calls the
-    # stages itself, so a job id followed through it enters this module once.
+    # -- the stages with this worker's parts: ``run`` calls them in turn, and tests that stop
+    # between stages (a worker dying mid-way, a lease taken over) call them one at a time
+    # (tests/worker/test_lease.py, test_reconciler.py). Properties, not methods, so that a job
+    # id followed through ``run`` enters this module once, not again before each stage.
 
-    def _claim(self, job_id: str, group_index: int) -> ClaimedGroup | str:
-        return claim_group(
-            job_id,
-            group_index,
+    @property
+    def _claim(self) -> Callable[[str, int], ClaimedGroup | str]:
+        return functools.partial(
+            claim_group,
             sessions=self.sessions,
             dispatcher=self.dispatcher,
             settings=self.settings.worker,
@@ -190,15 +175,16 @@ class PageGroupPipeline:
             model_version=self.model_version,
         )
 
-    def _decode(self, job_id: str, claimed: ClaimedGroup) -> list[PageResult]:
-        return decode_group(
-            job_id,
-            claimed,
+    @property
+    def _decode(self) -> Callable[[str, ClaimedGroup], list[PageResult]]:
+        return functools.partial(
+            decode_group,
             engine=self.engine,
             model_version=self.model_version,
             rasterizer=self.rasterizer,
             render_pool=self.render_pool,
         )
 
-    def _record(self, job_id: str, claimed: ClaimedGroup, results: list[PageResult]) -> bool:
-        return record_group(job_id, claimed, results, sessions=self.sessions, store=self.store)
+    @property
+    def _record(self) -> Callable[[str, ClaimedGroup, list[PageResult]], bool]:
+        return functools.partial(record_group, sessions=self.sessions, store=self.store)

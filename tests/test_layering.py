@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,37 +47,35 @@ def _top(name: str) -> str:
     return name.split(".")[0]
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
-    wrong = sorted(
+def _imports_where(package: str, wrong: Callable[[str], bool]) -> list[str]:
+    """Every import of ``package``'s modules that ``wrong`` refuses, as "module imports name"."""
+    return sorted(
         f"{module} imports {name}"
         for module, path in _modules(package)
         for name in _imports(path)
-        if _top(name) in PACKAGES
-        and _top(name) != package
-        and _top(name) not in ALLOWED[package]
+        if wrong(name)
     )
-    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
+    def wrong(name: str) -> bool:
+        other = _top(name)
+        return other in PACKAGES and other != package and other not in ALLOWED[package]
+
+    assert not (found := _imports_where(package, wrong)), found
 
 
 def test_the_core_imports_no_web_framework() -> None:
-    wrong = sorted(
-        f"{module} imports {name}"
-        for module, path in _modules("uocr_core")
-        for name in _imports(path)
-        if _top(name) in FRAMEWORKS
-    )
-    assert not wrong, wrong
+    found = _imports_where("uocr_core", lambda name: _top(name) in FRAMEWORKS)
+    assert not found, found
 
 
 def test_the_client_takes_only_the_public_models_from_the_core() -> None:
-    wrong = sorted(
-        f"{module} imports {name}"
-        for module, path in _modules("uocr_client")
-        for name in _imports(path)
-        if _top(name) == "uocr_core" and not name.startswith(CLIENT_MAY_IMPORT)
-    )
-    assert not wrong, wrong
+    def wrong(name: str) -> bool:
+        return _top(name) == "uocr_core" and not name.startswith(CLIENT_MAY_IMPORT)
+
+    assert not (found := _imports_where("uocr_client", wrong)), found
 
 
 def _folder(module: str, folders: set[str]) -> str | None:

@@ -1,6 +1,6 @@
 """Accuracy on real scanned documents: uocr against bare RapidOCR on the same pixels, one run.
 
-    .venv/bin/python -m bench.accuracy_bench [--variant N] [--docs a,b] [--extras]
+    .venv/bin/python -m bench.accuracy.accuracy_bench [--variant N] [--docs a,b] [--extras]
 
 Fetches the documents (Debian packages, cached in .ci-state/accuracy), scans the chosen pages
 (seeded; ``--variant`` gives other scans of the same pages), then prints per document and overall
@@ -10,12 +10,11 @@ See bench/accuracy/ for the document set, the scans and the scoring.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from bench import harness
 from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, SourceDocument, fetch
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
 from uocr_core.logging import configure_logging
@@ -60,27 +59,43 @@ def run(documents: tuple[SourceDocument, ...], variant: int) -> list[DocumentRes
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for doc in documents:
-            started = time.perf_counter()
-            results.append(evaluate(scan(doc, variant), settings, Path(tmp), bare))
-            elapsed = time.perf_counter() - started
-            print(f"{doc.doc_id}: {elapsed:.0f} s", file=sys.stderr, flush=True)
+            with harness.Stopwatch() as watch:
+                results.append(evaluate(scan(doc, variant), settings, Path(tmp), bare))
+            print(f"{doc.doc_id}: {watch.seconds:.0f} s", file=sys.stderr, flush=True)
     return results
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, docs="")
     parser.add_argument("--variant", type=int, default=0, help="another scan of the same pages")
-    parser.add_argument("--docs", default="", help="comma-separated document ids (default: all)")
     parser.add_argument("--extras", action="store_true", help="add the non-CI tuning pages")
     args = parser.parse_args()
     documents = CI_DOCUMENTS + (EXTRA_DOCUMENTS if args.extras else ())
     if args.docs:
         documents = tuple(d for d in documents if d.doc_id in args.docs.split(","))
     configure_logging("warning")
-    started = time.perf_counter()
-    results = run(documents, args.variant)
+    with harness.Stopwatch() as watch:
+        results = run(documents, args.variant)
     print(table(results))
-    print(f"scan variant {args.variant}, {time.perf_counter() - started:.0f} s")
+    print(f"scan variant {args.variant}, {watch.seconds:.0f} s")
+    bare, uocr = overall(results)
+    figures = {
+        "variant": args.variant,
+        "cer_bare": bare,
+        "cer_uocr": uocr,
+        "seconds": watch.seconds,
+        "documents": {
+            r.doc_id: {
+                "pages": r.pages_expected,
+                "pages_returned": r.pages_returned,
+                "cer_bare": r.cer_bare,
+                "cer_uocr": r.cer_uocr,
+                "order_ok": r.order_ok,
+            }
+            for r in results
+        },
+    }
+    harness.write(figures, args, harness.card())
 
 
 if __name__ == "__main__":

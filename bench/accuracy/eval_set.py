@@ -13,11 +13,11 @@ without it, the whole set (41 pages, a 32-page document among them).
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
 
+from bench import harness
 from bench.accuracy.corpus import R_MANUALS, SourceDocument, check_not_held_out, fetch
 from bench.accuracy.runner import scan
 
@@ -98,7 +98,7 @@ def _entry(source: SourceDocument) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, results=False)
     parser.add_argument("out_dir", type=Path, nargs="?")
     parser.add_argument("--ci", action="store_true", help="the CI subset (5 pages)")
     parser.add_argument("--fetch", action="store_true", help="fetch the sources, build nothing")

@@ -5,12 +5,11 @@ app's interactive submits and jobs cost with and without the backlog running, in
 Needs Postgres, Redis and the S3 server (``bash .ci/services start``); starts its own API,
 OCR worker and control worker (with beat: the feeder) on a fresh database and bucket. Run:
 
-    eval "$(bash .ci/services env)" && .venv/bin/python -m bench.backlog_bench
+    eval "$(bash .ci/services env)" && .venv/bin/python -m bench.service.backlog_bench
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 import httpx
 import redis
 
+from bench import harness
 from tests.conftest import TEST_SETTINGS_ENV, create_database, drop_database
 from tests.e2e.processes import api_server, celery_worker, free_port, wait_http, wait_until
 from tests.factories import sample_pages, scanned_pdf
@@ -40,11 +40,12 @@ def interactive_round(
     of ``jobs`` interactive jobs, one after another, as an app would send them."""
     submits, waits, completions = [], [], []
     for _ in range(jobs):
-        started = time.perf_counter()
-        response = client.post(
-            "/v1/jobs", files={"file": ("app.pdf", pdf)}, data={"priority": "interactive"}
-        )
-        submits.append((time.perf_counter() - started) * 1000)
+        with harness.Stopwatch() as submit:
+            response = client.post(
+                "/v1/jobs", files={"file": ("app.pdf", pdf)}, data={"priority": "interactive"}
+            )
+        submits.append(submit.ms)
+        started = submit.started
         response.raise_for_status()  # a refusal (429) would fail the bench, as it should
         job_id = response.json()["id"]
         wait_until(
@@ -91,8 +92,9 @@ def p95(values: list[float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--documents", type=int, default=1000)
+    parser = harness.parser(
+        __doc__, documents=1000, help={"documents": "one-page documents in the batch"}
+    )
     parser.add_argument("--interactive", type=int, default=10)
     parser.add_argument("--window", type=int, default=16)
     args = parser.parse_args()
@@ -143,12 +145,12 @@ def main() -> None:
             interactive_round(apps, page, 2)  # warm the worker's engine
             quiet = interactive_round(apps, page, args.interactive)
             with BrokerWatch(settings.redis.url) as watch:
-                started = time.perf_counter()
-                created = team.post(
-                    "/v1/batches",
-                    json={"name": "box", "documents": [{"object_key": k} for k in keys]},
-                )
-                accept_seconds = time.perf_counter() - started
+                with harness.Stopwatch() as accept:
+                    created = team.post(
+                        "/v1/batches",
+                        json={"name": "box", "documents": [{"object_key": k} for k in keys]},
+                    )
+                accept_seconds = accept.seconds
                 created.raise_for_status()
                 batch_id = created.json()["id"]
                 wait_until(
@@ -182,6 +184,14 @@ def main() -> None:
     ]
     for name, alone, loaded in rows:
         print(f"{name:<28}{alone:>12.2f}{loaded:>12.2f}{loaded / max(alone, 1e-3):>8.2f}")
+    figures = {
+        "documents": args.documents,
+        "window": args.window,
+        "accept_ms": accept_seconds * 1000,
+        "most_messages_in_redis": watch.peak,
+        "interactive": {name: {"no_backlog": a, "backlog": b} for name, a, b in rows},
+    }
+    harness.write(figures, args, harness.card())
 
 
 def _auth(key: str) -> dict[str, str]:

@@ -1,12 +1,12 @@
 """What the interpreter's GIL switch interval does to the decode loop of a busy GPU worker.
 
-On the H200 the service decoded 1.56x slower per page than the bare engine (bench/RESULTS.md,
-issue 13) while its GPU was never short of work: every stage that drives the GPU from Python
-(vision, prefill, decode) slowed alike. In the worker, the decode loop thread waits for the GPU
-with the GIL released and must take it back after each step, while up to 128 Celery task
-threads run Python (result assembly, S3 and database calls). CPython hands the GIL over only
-after the holder has run for the switch interval (5 ms by default), so each step can wait that
-long: longer than the step itself (1.4-10.7 ms).
+On the H200 the service decoded 1.56x slower per page than the bare engine (issue 13;
+bench/RESULTS.md, "Service on GPU") while its GPU was never short of work: every stage that drives
+the GPU from Python (vision, prefill, decode) slowed alike. In the worker, the decode loop thread
+waits for the GPU with the GIL released and must take it back after each step, while up to 128
+Celery task threads run Python (result assembly, S3 and database calls). CPython hands the GIL
+over only after the holder has run for the switch interval (5 ms by default), so each step can
+wait that long: longer than the step itself (1.4-10.7 ms).
 
 This bench stands in for both sides on the CPU: a loop that "waits for the GPU" (GIL released)
 for ``--step-ms`` then runs ``--python-us`` of Python (sampling, the page guard), beside task
@@ -15,11 +15,12 @@ PDF build in the thread (``pdf``, PyMuPDF holds the GIL) or the same build hande
 pool as the worker now does (``pdf-process``). It prints ms per step for each against the same
 loop alone, and the task threads' work rate, side by side.
 
-    python -m bench.gil_bench [--threads 0 4 16] [--intervals-ms 5 1 0.5 0.2] [--torch-ops 0 45]
+    python -m bench.service.gil_bench [--threads 0 4 16] [--intervals-ms 5 1 0.5 0.2] \
+        [--torch-ops 0 45]
 
 ``--torch-ops``: the loop also makes that many small torch calls per step. Each lets go of
 the GIL and waits to take it back behind every busy thread: the decode step's host side makes
-~45 (bench/RESULTS.md), so its cost under load is per call, not per step.
+~45 (bench/RESULTS.md, "Service on CPU"), so its cost under load is per call, not per step.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
+
+from bench import harness
 
 
 def page_result(n: int) -> str:
@@ -63,7 +65,7 @@ def searchable_pdf() -> bytes:
     return build_searchable_pdf(lambda _key: data, sources, results)
 
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "sample.pdf"
+SAMPLE = harness.ROOT / "samples" / "sample.pdf"
 WORK: dict[str, Callable[[], object]] = {"json": lambda: page_result(40), "pdf": searchable_pdf}
 
 
@@ -82,15 +84,15 @@ def decode_loop(steps: int, step_s: float, python_s: float, torch_ops: int) -> f
     import torch
 
     tensor = torch.zeros(4)
-    started = time.perf_counter()
-    for _ in range(steps):
-        time.sleep(step_s)  # releases the GIL, as waiting on a CUDA sync does
-        for _ in range(torch_ops):
-            tensor.add_(1)
-        until = time.perf_counter() + python_s
-        while time.perf_counter() < until:
-            pass
-    return (time.perf_counter() - started) * 1000 / steps
+    with harness.Stopwatch() as watch:
+        for _ in range(steps):
+            time.sleep(step_s)  # releases the GIL, as waiting on a CUDA sync does
+            for _ in range(torch_ops):
+                tensor.add_(1)
+            until = time.perf_counter() + python_s
+            while time.perf_counter() < until:
+                pass
+    return watch.ms / steps
 
 
 def run(
@@ -114,13 +116,13 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[0, 4, 16])
+    parser = harness.parser(
+        __doc__, threads=[0, 4, 16], steps=300, help={"threads": "task threads beside the loop"}
+    )
     parser.add_argument("--intervals-ms", type=float, nargs="+", default=[5.0, 1.0, 0.5, 0.2])
     parser.add_argument("--work", nargs="+", default=["json", "pdf", "pdf-process"])
     parser.add_argument("--step-ms", type=float, default=3.4)  # R-SWA, 16 sequences, H200
     parser.add_argument("--python-us", type=float, default=300)
-    parser.add_argument("--steps", type=int, default=300)
     # The decode step's host side makes ~45 torch calls on the card (launches, copies, the
     # choice of tokens); each hands the GIL over and waits to get it back.
     parser.add_argument("--torch-ops", type=int, nargs="+", default=[0, 45])
@@ -128,11 +130,13 @@ def main() -> None:
     default = sys.getswitchinterval()
     pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
     works = {**WORK, "pdf-process": lambda: pool.submit(searchable_pdf).result()}
+    rows: list[dict[str, object]] = []
     header = ("work", "threads", "interval", "torch ops", "ms/step", "x alone", "work/s")
     print("{:>12} {:>7} {:>9} {:>9} {:>8} {:>8} {:>7}".format(*header))
     for ops in args.torch_ops:
         alone, _ = run(0, default, WORK["json"], args, ops)
         print(f"{'alone':>12} {0:>7} {'':>9} {ops:>9} {alone:>8.2f} {1:>8.2f}")
+        rows.append({"work": "alone", "threads": 0, "torch_ops": ops, "ms_step": alone})
         for name in args.work:
             for threads in [t for t in args.threads if t]:
                 for interval in args.intervals_ms:
@@ -142,8 +146,20 @@ def main() -> None:
                         f"{ms / alone:>8.2f} {rate:>7.0f}",
                         flush=True,
                     )
+                    rows.append(
+                        {
+                            "work": name,
+                            "threads": threads,
+                            "interval_ms": interval,
+                            "torch_ops": ops,
+                            "ms_step": ms,
+                            "over_alone": ms / alone,
+                            "work_per_s": rate,
+                        }
+                    )
     pool.shutdown()
     sys.setswitchinterval(default)
+    harness.write({"rows": rows}, args, harness.card())
 
 
 if __name__ == "__main__":

@@ -11,18 +11,20 @@ it and forces the next page's marker).
 
 On the GPU machine, after ``bash bench/gpu_stack.sh install DIR...``:
 
-    python -m bench.gpu_service_bench --checkpoint /tmp/uocr-v1 --concurrency 16 128 --out $OUT
+    python -m bench.service.gpu_service_bench --checkpoint /tmp/uocr-v1 --concurrency 16 128 \
+        --out $OUT
 
-Prints one table and writes ``gpu_service_bench.json``; ``--kill`` adds a worker killed mid-way
+Prints one table and writes ``gpu_service_bench_<card>_<date>[_<label>].json`` in ``--out``
+(each run on the same day adds its sides to the same file); ``--kill`` adds a worker killed mid-way
 through a 100-page document, ``--bare``/``--service`` choose the sides.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -35,6 +37,8 @@ from pathlib import Path
 
 import httpx
 import psutil
+
+from bench import harness
 
 STACK = Path(os.environ.get("GPU_STACK_DIR", "/tmp/uocr-stack"))
 API = "http://127.0.0.1:8100"
@@ -113,11 +117,10 @@ def bare(engine, settings, rendered: list[list], documents: int, concurrency: in
     # in a process measured 15 pages/s where the next measured 25.
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(document, range(min(concurrency, 16))))
-    before, started = clock.totals(), time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as pool:
+    before = clock.totals()
+    with harness.Stopwatch() as watch, ThreadPoolExecutor(concurrency) as pool:
         pages = sum(pool.map(document, range(documents)))
-    wall = time.perf_counter() - started
-    return _rates(pages, wall, before, after=clock.totals())
+    return _rates(pages, watch.seconds, before, after=clock.totals())
 
 
 def _rates(pages: int, wall: float, before: dict, after: dict) -> dict:  # type: ignore[type-arg]
@@ -429,17 +432,21 @@ def killed_mid_document(client: httpx.Client, pdf: bytes) -> dict:  # type: igno
     }
 
 
-def evidence(out: Path) -> None:
-    """The worker's start-up lines and nvidia-smi with the worker on the card."""
+def evidence(folder: Path, card: str, label: str | None) -> None:
+    """The worker's start-up lines and nvidia-smi with the worker on the card, beside the
+    results (``..._worker-startup.jsonl``, ``..._nvidia-smi.txt``)."""
     lines = ("engine.weights_loaded", "engine.ready", "worker.ready")
     startup = [e for e in worker_log() if e.get("event") in lines]
-    (out / "worker_startup.jsonl").write_text("\n".join(json.dumps(e) for e in startup) + "\n")
+    named = lambda what, ext: harness.result_path(  # noqa: E731
+        folder, card, "-".join(filter(None, [label, what])), ext=ext
+    )
+    named("worker-startup", "jsonl").write_text("\n".join(json.dumps(e) for e in startup) + "\n")
     smi = (
         subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout
         if shutil.which("nvidia-smi")
         else "no nvidia-smi"
     )
-    (out / "nvidia_smi.txt").write_text(smi)
+    named("nvidia-smi", "txt").write_text(smi)
     print(smi)
 
 
@@ -447,22 +454,28 @@ def evidence(out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(
+        __doc__,
+        concurrency=[16, 128],
+        pages=[20, 24, 28],
+        workspace_gb=32.0,
+        documents=0,
+        rounds=1,
+        help={
+            "out": "the folder the results go in (default: bench/results/)",
+            "concurrency": "page groups at once a GPU, a run each",
+            "pages": "pages a document, taken in turn",
+            "documents": "service: documents per run, at least the concurrency (e.g. 64 at 16 "
+            "groups: memory after each document past the in-flight set, for a leak)",
+            "rounds": "service: run the documents this many times on one worker; the worker's "
+            "idle memory after each round (memory_idle.after_rounds)",
+        },
+    )
     parser.add_argument("--checkpoint", type=Path, required=True)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 128])
     parser.add_argument("--page-tokens", type=int, default=128)
-    parser.add_argument("--pages", type=int, nargs="+", default=[20, 24, 28])
     parser.add_argument("--distinct", type=int, default=32, help="distinct scans, used in turn")
-    parser.add_argument("--workspace-gb", type=float, default=32.0)
     parser.add_argument("--sides", nargs="+", default=["bare", "service"])
     parser.add_argument("--kill", action="store_true")
-    parser.add_argument(
-        "--documents",
-        type=int,
-        default=0,
-        help="service: documents per run, at least the concurrency (e.g. 64 at 16 groups: "
-        "memory after each document past the in-flight set, for a leak)",
-    )
     parser.add_argument(
         "--documents-per-slot",
         type=int,
@@ -491,19 +504,11 @@ def main() -> None:
         action="store_true",
         help="the worker runs its engine in a child process (unlimited_ocr.engine_process)",
     )
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        help="service: run the documents this many times on one worker; the worker's idle "
-        "memory after each round (memory_idle.after_rounds)",
-    )
-    parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds: at least 1")
     if not (args.checkpoint / "config.json").exists():
-        from bench.full_checkpoint import write_full_checkpoint
+        from bench.engine.full_checkpoint import write_full_checkpoint
 
         write_full_checkpoint(args.checkpoint)
     os.environ.update(
@@ -533,9 +538,17 @@ def main() -> None:
     backlog = args.documents_per_slot
     count = max(most * backlog, args.documents)
     documents = [distinct[i % len(distinct)] for i in range(count)]
-    out = args.out / "gpu_service_bench.json"
+    card = harness.card()
+    folder = args.out or harness.RESULTS
+    out = harness.result_path(folder, card, args.label)
     report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
     report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
+    report["commands"] = [*report.get("commands", []), shlex.join(sys.argv)]
+
+    def save() -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(harness.stamp(report, card), indent=1))
+
     if "bare" in args.sides:
         from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
 
@@ -551,17 +564,17 @@ def main() -> None:
                 report["bare"][str(c)] = bare(engine, settings, rendered, c * backlog, c)
                 report["bare"][str(c)]["documents_per_slot"] = backlog
                 print(f"bare (vision calls of up to {pages} pages)", c, report["bare"][str(c)])
-                out.write_text(json.dumps(report, indent=1))
+                save()
     if "service" in args.sides or args.kill:
         os.environ["UOCR_MAX_CONCURRENCY"] = str(args.concurrency[0])
         stack("start")
         client = httpx.Client(base_url=API, timeout=120)
         client.headers["Authorization"] = f"Bearer {api_key()}"
-        evidence(args.out)  # while the worker holds the card
+        evidence(folder, card, args.label)  # while the worker holds the card
         if args.kill:  # first: a loan may end before the longer runs do
             report["kill"] = killed_mid_document(client, make_documents(1, [100])[0])
             print("kill", report["kill"], flush=True)
-            out.write_text(json.dumps(report, indent=1))
+            save()
         if "service" in args.sides:
             report[side] = {}
             for c in args.concurrency:
@@ -572,8 +585,9 @@ def main() -> None:
                 report[side][str(c)]["documents_per_slot"] = backlog
                 brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
                 print(side, c, brief, flush=True)
-                out.write_text(json.dumps(report, indent=1))
-    out.write_text(json.dumps(report, indent=1))
+                save()
+    save()
+    print(f"results: {out}")
     print_table(report)
 
 

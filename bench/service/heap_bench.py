@@ -7,12 +7,11 @@ engine's process, reads them back, makes small objects as the store and database
 and lets everything go. Resident memory is read once every thread has finished, when nothing
 is held: what stays is what the allocator kept. Each side runs in a process of its own.
 
-    .venv/bin/python -m bench.heap_bench --threads 24 --rounds 4 --groups 10
+    .venv/bin/python -m bench.service.heap_bench --threads 24 --rounds 4 --groups 10
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import random
@@ -20,10 +19,11 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
+
+from bench import harness
 
 MB = 1 << 20
 
@@ -67,24 +67,27 @@ def run(threads: int, rounds: int, groups: int, pinned: bool) -> dict[str, objec
 def side(threads: int, rounds: int, groups: int, pinned: bool) -> dict[str, object]:
     """``run`` in a fresh process: the allocator's state starts clean for each side."""
     code = (
-        "import json, sys; from bench.heap_bench import run; "
+        "import json, sys; from bench.service.heap_bench import run; "
         f"print(json.dumps(run({threads}, {rounds}, {groups}, {pinned})))"
     )
-    started = time.perf_counter()
-    root = Path(__file__).resolve().parent.parent  # so that the child imports this bench
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    root = harness.ROOT  # so that the child imports this bench
+    with harness.Stopwatch() as watch:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     if out.returncode != 0:
         raise RuntimeError(f"the {'pinned' if pinned else 'default'} side failed:\n{out.stderr}")
     result: dict[str, object] = json.loads(out.stdout.splitlines()[-1])
-    result["seconds"] = round(time.perf_counter() - started, 2)
+    result["seconds"] = round(watch.seconds, 2)
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=24)
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--groups", type=int, default=10, help="groups per thread per round")
+    parser = harness.parser(
+        __doc__,
+        threads=24,
+        rounds=4,
+        groups=10,
+        help={"threads": "task threads a round", "groups": "groups per thread per round"},
+    )
     args = parser.parse_args()
     default = side(args.threads, args.rounds, args.groups, pinned=False)
     pinned = side(args.threads, args.rounds, args.groups, pinned=True)
@@ -95,6 +98,7 @@ def main() -> None:
     kept = [r["after_round_mb"][-1] - r["start_mb"] for r in (default, pinned)]  # type: ignore[index, operator]
     print(f"kept after the last round, pinned / default: {kept[1] / kept[0]:.2f}")
     print(f"seconds, pinned / default: {pinned['seconds'] / default['seconds']:.2f}")  # type: ignore[operator]
+    harness.write({"default": default, "pinned": pinned}, args, harness.card())
 
 
 if __name__ == "__main__":

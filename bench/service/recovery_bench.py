@@ -9,12 +9,11 @@ an OCR worker and a control worker with beat. Faults, each injected once the job
 - ``dead_before_claim``: a consumer takes the group's message and is SIGKILLed before claiming;
 - ``worker_killed``: the OCR worker SIGKILLed mid-group and started again at once.
 
-    eval "$(bash .ci/services env)" && .venv/bin/python -m bench.recovery_bench --pages 10
+    eval "$(bash .ci/services env)" && .venv/bin/python -m bench.service.recovery_bench --pages 10
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -31,6 +30,7 @@ import httpx
 import redis
 from celery import Celery
 
+from bench import harness
 from tests.e2e.own_services import OwnPostgres, OwnRedis
 from tests.e2e.processes import Process, api_server, celery_worker, free_port, wait_http, wait_until
 from tests.factories import sample_pages, scanned_pdf
@@ -183,8 +183,7 @@ def dead_before_claim(dep: Deployment, pdf: bytes) -> dict:  # type: ignore[type
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pages", type=int, default=10)
+    parser = harness.parser(__doc__, pages=10, help={"pages": "pages of the document"})
     parser.add_argument(
         "--faults", default="redis_restart,postgres_outage,dead_before_claim,worker_killed"
     )
@@ -224,6 +223,7 @@ def main() -> None:
         dep.redis.kill()
         dep.postgres.destroy()
     print(json.dumps(results, indent=2))
+    harness.write(results, args, harness.card())
     print(f"logs in {logs}")
 
 

@@ -5,17 +5,17 @@ each page of a group and shrank everything else on the card. This renders the sa
 scans both ways in a pool of processes, as the worker's render pool does, and prints pages/s,
 CPU ms per page and the bytes each page sends back to the task.
 
-    python -m bench.render_bench --pages 48 --processes 2
+    python -m bench.service.render_bench --pages 48 --processes 2
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from bench import harness
 from ocr_worker.imaging import PageRasterizer
 from tests.factories import sample_pages, scanned_pdf
 from uocr_core.storage import LocalObjectStore
@@ -37,22 +37,19 @@ def _draw(args: tuple[int, int | None]) -> tuple[float, int]:
 def run(folder: str, pages: int, processes: int, dpi: int, long_side: int | None) -> dict:  # type: ignore[type-arg]
     with ProcessPoolExecutor(processes, initializer=_start, initargs=(folder, dpi)) as pool:
         list(pool.map(_draw, [(i % pages, long_side) for i in range(processes)]))  # warm-up
-        started = time.perf_counter()
-        done = list(pool.map(_draw, [(i, long_side) for i in range(pages)]))
-        wall = time.perf_counter() - started
+        with harness.Stopwatch() as watch:
+            done = list(pool.map(_draw, [(i, long_side) for i in range(pages)]))
     return {
-        "pages_per_s": pages / wall,
+        "pages_per_s": pages / watch.seconds,
         "cpu_ms_per_page": 1000 * sum(cpu for cpu, _ in done) / pages,
         "mb_per_page": sum(size for _, size in done) / pages / 1e6,
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=48)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--dpi", type=int, default=200)
-    parser.add_argument("--long-side", type=int, default=1024)
+    parser = harness.parser(
+        __doc__, pages=48, processes=2, dpi=200, long_side=1024, help={"pages": "pages drawn"}
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         pdf = scanned_pdf(sample_pages(args.pages, lines=12, seed=5), seed=5)
@@ -67,6 +64,9 @@ def main() -> None:
         ("mb_per_page", "MB per page"),
     ):
         print(f"{label:<22}{full[key]:>14.1f}{small[key]:>14.1f}{small[key] / full[key]:>10.2f}")
+    harness.write(
+        {f"{args.dpi}_dpi": full, f"{args.long_side}_a_side": small}, args, harness.card()
+    )
 
 
 if __name__ == "__main__":

@@ -1,26 +1,28 @@
 """The render processes' memory, with nothing in flight, after each round of the same documents.
 
-A GPU worker's render processes (``worker.render_processes``) draw every page of every group.
-The tenth GPU run read the worker with its children 10% larger, idle, after a 64-document run
-than after its 16-document warm-up. This draws the same generated scans through a real
-``ProcessRasterizer`` (pages fetched from the S3 server, 8-page groups from as many threads as
-processes, 1024 pixels a side as the GPU engine asks) round after round, and prints the
-processes' RSS after each: a working set levels off from the second round, a leak does not.
+A GPU worker's render processes (``worker.render_processes``) draw every page of every group. A
+GPU run on 2026-12-05 read the worker with its children 10% larger, idle, after a 64-document
+run than after its 16-document warm-up (bench/RESULTS.md, "Service on GPU"). This draws the same
+generated scans through a real ``ProcessRasterizer`` (pages fetched from the S3 server, 8-page
+groups from as many threads as processes, 1024 pixels a side as the GPU engine asks) round after
+round, and prints the processes' RSS after each: a working set levels off from the second round,
+a leak does not.
 
     bash .ci/services start    # or any S3 server: UOCR_S3__ENDPOINT_URL
     export UOCR_S3__ENDPOINT_URL=http://127.0.0.1:59000
-    .venv/bin/python -m bench.render_memory_bench --documents 16 --pages 20 --processes 4 --rounds 4
+    .venv/bin/python -m bench.service.render_memory_bench --documents 16 --pages 20 \
+        --processes 4 --rounds 4
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 
+from bench import harness
 from ocr_worker.imaging import PageRenderError, ProcessRasterizer
 from tests.factories import sample_pages, scanned_pdf
 from uocr_core.settings import get_settings
@@ -38,12 +40,7 @@ def children_rss() -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--documents", type=int, default=16)
-    parser.add_argument("--pages", type=int, default=20)
-    parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--long-side", type=int, default=1024)
+    parser = harness.parser(__doc__, documents=16, pages=20, processes=4, rounds=4, long_side=1024)
     args = parser.parse_args()
     settings = get_settings()
     store = S3ObjectStore(settings.s3)
@@ -83,6 +80,11 @@ def main() -> None:
                 flush=True,
             )
     pool.pool.shutdown()
+    figures = {
+        "processes": args.processes,
+        "rss_mb_idle_before_and_after_rounds": [round(r / 1e6, 1) for r in readings],
+    }
+    harness.write(figures, args, harness.card())
 
 
 if __name__ == "__main__":

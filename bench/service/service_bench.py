@@ -3,22 +3,21 @@
 Needs Postgres, Redis and the S3 server (``bash .ci/services start``); starts its own API and
 worker processes on a fresh database and bucket. Run:
 
-    eval "$(bash .ci/services env)" && .venv/bin/python -m bench.service_bench --pages 12
+    eval "$(bash .ci/services env)" && .venv/bin/python -m bench.service.service_bench --pages 12
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 
+from bench import harness
 from ocr_worker.engines.base import PageImage
 from ocr_worker.engines.rapidocr import RapidOcrEngine
 from ocr_worker.imaging import PageRasterizer
@@ -39,42 +38,40 @@ def bare_rapidocr(pdf: bytes, pages: int, dpi: int) -> float:
         rasterizer = PageRasterizer(store, dpi=dpi, max_side=4000)
         engine = RapidOcrEngine(threads=2)
         engine.recognize_page(PageImage(0, rasterizer.render("doc.pdf", 0)))  # warm-up
-        started = time.perf_counter()
-        for index in range(pages):
-            engine.recognize_page(PageImage(index + 1, rasterizer.render("doc.pdf", index)))
-        return pages / (time.perf_counter() - started)
+        with harness.Stopwatch() as watch:
+            for index in range(pages):
+                engine.recognize_page(PageImage(index + 1, rasterizer.render("doc.pdf", index)))
+        return pages / watch.seconds
 
 
 def service_throughput(client: httpx.Client, pdf: bytes, pages: int) -> float:
-    started = time.perf_counter()
-    job_id = client.post("/v1/jobs", files={"file": ("bench.pdf", pdf)}).json()["id"]
-    wait_until(
-        lambda: client.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded",
-        1800,
-        interval=0.1,
-        what="the bench job",
-    )
-    return pages / (time.perf_counter() - started)
+    with harness.Stopwatch() as watch:
+        job_id = client.post("/v1/jobs", files={"file": ("bench.pdf", pdf)}).json()["id"]
+        wait_until(
+            lambda: client.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded",
+            1800,
+            interval=0.1,
+            what="the bench job",
+        )
+    return pages / watch.seconds
 
 
 def submit_latency(client: httpx.Client, pdf: bytes, clients: int, submits: int) -> list[float]:
     def one(_: int) -> float:
-        started = time.perf_counter()
-        response = client.post(
-            "/v1/jobs", files={"file": ("small.pdf", pdf)}, data={"priority": "backlog"}
-        )
-        elapsed = (time.perf_counter() - started) * 1000
+        with harness.Stopwatch() as watch:
+            response = client.post(
+                "/v1/jobs", files={"file": ("small.pdf", pdf)}, data={"priority": "backlog"}
+            )
         response.raise_for_status()
         client.delete(f"/v1/jobs/{response.json()['id']}")  # keep the worker free
-        return elapsed
+        return watch.ms
 
     with ThreadPoolExecutor(clients) as pool:
         return list(pool.map(one, range(submits)))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pages", type=int, default=12)
+    parser = harness.parser(__doc__, pages=12, help={"pages": "pages of the timed document"})
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--submits", type=int, default=128)
     parser.add_argument("--api-workers", type=int, default=2)
@@ -144,6 +141,20 @@ def main() -> None:
         f"submit latency, {args.clients} concurrent clients, {args.submits} submits: "
         f"p50 {p50:.1f} ms, p95 {p95:.1f} ms"
     )
+    results = {
+        "pages": args.pages,
+        "dpi": settings.worker.render_dpi,
+        "cores": os.cpu_count(),
+        "bare_pages_per_s": bare,
+        "service_pages_per_s": served,
+        "service_over_bare": served / bare,
+        "submit_ms_1_client_p50": statistics.median(alone),
+        "submit_ms_p50": p50,
+        "submit_ms_p95": p95,
+        "clients": args.clients,
+        "submits": args.submits,
+    }
+    harness.write(results, args, harness.card())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ Each path runs in a process of its own, OCRing the same documents one after anot
 Resident memory is sampled after every document. Printed: RSS after the warm-up documents and
 after the last, and the growth per document in between, for both, with the ratio.
 
-    .venv/bin/python -m bench.soak_bench --documents 40 --pages 2
+    .venv/bin/python -m bench.service.soak_bench --documents 40 --pages 2
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 import psutil
 import pymupdf
 
+from bench import harness
 from ocr_worker.embedded import InlineDispatcher
 from ocr_worker.engines.base import PageImage
 from ocr_worker.engines.rapidocr import RapidOcrEngine
@@ -118,14 +119,14 @@ def child(path: str, rounds: int, pages: int, dpi: int) -> None:
 
 
 def run_child(path: str, args: argparse.Namespace) -> list[float]:
-    argv = [sys.executable, "-m", "bench.soak_bench", "--child", path]
+    argv = [sys.executable, "-m", "bench.service.soak_bench", "--child", path]
     argv += ["--documents", str(args.documents), "--pages", str(args.pages), "--dpi", str(args.dpi)]
     done = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
     samples: list[float] = json.loads(done.stdout.strip().splitlines()[-1])
     return samples
 
 
-def report(args: argparse.Namespace, results: dict[str, list[float]]) -> None:
+def report(args: argparse.Namespace, results: dict[str, list[float]]) -> dict[str, float]:
     warm = args.warmup
     later = args.documents - warm
     print(f"documents={args.documents} pages each={args.pages} dpi={args.dpi} warm-up={warm}")
@@ -138,16 +139,22 @@ def report(args: argparse.Namespace, results: dict[str, list[float]]) -> None:
     print(f"RSS ratio worker / bare, last document: {worker[-1] / bare[-1]:.3f}")
     ratio = growth["worker"] / growth["bare"] if growth["bare"] else float("nan")
     print(f"growth per document, worker / bare: {ratio:.3f}")
+    return {f"{path}_growth_kb_per_document": value for path, value in growth.items()}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--documents", type=int, default=40)
-    parser.add_argument("--pages", type=int, default=2)
-    parser.add_argument("--dpi", type=int, default=120)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser = harness.parser(
+        __doc__,
+        documents=40,
+        pages=2,
+        dpi=120,
+        warmup=5,
+        help={
+            "documents": "documents one after another, each path",
+            "warmup": "documents before the first that counts",
+        },
+    )
     parser.add_argument("--child", choices=("bare", "worker"))
-    parser.add_argument("--json", type=Path, help="also write every sample here")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.documents, args.pages, args.dpi)
@@ -155,9 +162,8 @@ def main() -> None:
     if args.documents <= args.warmup:
         parser.error("--documents must be more than --warmup")
     results = {path: run_child(path, args) for path in ("bare", "worker")}
-    report(args, results)
-    if args.json:
-        args.json.write_text(json.dumps(results))
+    growth = report(args, results)
+    harness.write({"rss_mb": results, **growth}, args, harness.card())
 
 
 if __name__ == "__main__":

@@ -6,17 +6,18 @@ page back to assemble the document. This times both one call after another (as b
 ``assembly``'s batches of ``STORE_CALLS_AT_ONCE``, on a real S3 server (the test stack's:
 ``bash .ci/services start; eval "$(bash .ci/services env)"``), and prints the ratios.
 
-    python -m bench.store_bench --groups 20 --pages 8 --document-pages 100
+    python -m bench.service.store_bench --groups 20 --pages 8 --document-pages 100
 """
 
 from __future__ import annotations
 
-import argparse
+import itertools
 import os
-import time
+import statistics
 import uuid
 from types import SimpleNamespace
 
+from bench import harness
 from ocr_worker.outputs import assembly
 from uocr_core.contracts import PageResult
 from uocr_core.settings import S3Settings
@@ -29,16 +30,20 @@ def _result(page: int) -> PageResult:
 
 
 def _timed(call, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    started = time.perf_counter()
-    for n in range(repeat):
-        call(n)
-    return (time.perf_counter() - started) * 1000 / repeat
+    """Mean ms of ``repeat`` calls, call(0), call(1), ... (harness.Stopwatch.ms_of)."""
+    count = itertools.count()
+    return harness.Stopwatch.ms_of(
+        lambda: call(next(count)), repeats=repeat, warmup=0, statistic=statistics.fmean
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=20)
-    parser.add_argument("--pages", type=int, default=8, help="pages a group writes")
+    parser = harness.parser(
+        __doc__,
+        groups=20,
+        pages=8,
+        help={"groups": "groups written each way", "pages": "pages a group writes"},
+    )
     parser.add_argument("--document-pages", type=int, default=100)
     args = parser.parse_args()
     url = os.environ.get("UOCR_TEST_S3_URL") or os.environ.get("UOCR_S3__ENDPOINT_URL")
@@ -82,6 +87,7 @@ def main() -> None:
     print(f"  batched / one by one: {writes['batched'] / writes['one by one']:.2f}")
     print(f"a {args.document_pages}-page document read back, ms: {reads}")
     print(f"  batched / one by one: {reads['batched'] / reads['one by one']:.2f}")
+    harness.write({"group_write_ms": writes, "document_read_ms": reads}, args, harness.card())
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.accuracy.accuracy_bench import overall, table
 from bench.accuracy.corpus import CI_DOCUMENTS, STATE_DIR
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, run_uocr, scan
-from bench.accuracy_bench import overall, table
 from ocr_worker.accuracy.scoring import bag_error, document_cer, score_page
 from uocr_core.settings import Settings
 

@@ -9,7 +9,7 @@ import platform
 
 import pytest
 
-from bench.heap_bench import side
+from bench.service.heap_bench import side
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the threshold is glibc's")

@@ -11,8 +11,8 @@ import argparse
 import pytest
 import torch
 
-from bench import engine_bench
-from bench.engine_bench import Engine
+from bench.engine import setup as engine_bench
+from bench.engine.setup import Engine
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest
 from uocr_core.page_groups import PageGroupPlanner
 

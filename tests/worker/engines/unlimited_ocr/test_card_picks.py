@@ -1,6 +1,6 @@
-"""bench.card_picks reads what mlp_bench and attention_bench wrote on a card (run T, an H100:
-bench/results) and picks a setting only where it beats the default by more than the runs'
-spread."""
+"""bench.engine.card_picks reads what mlp_bench and attention_bench wrote on a card (run T, an
+H100: bench/results/*_h100_2026-12-06_run-t.json) and picks a setting only where it beats the
+default by more than the runs' spread."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import card_picks
+from bench.engine import card_picks
 
 RESULTS = Path(__file__).parents[4] / "bench" / "results"
-MLP = RESULTS / "mlp_bench_t_h100.json"
-ATTENTION = RESULTS / "attention_bench_t_h100.json"
+MLP = RESULTS / "mlp_bench_h100_2026-12-06_run-t.json"
+ATTENTION = RESULTS / "attention_bench_h100_2026-12-06_run-t.json"
 
 
 def test_the_fastest_settings_of_run_t_are_picked_over_a_one_percent_margin() -> None:
@@ -28,7 +28,7 @@ def test_the_fastest_settings_of_run_t_are_picked_over_a_one_percent_margin() ->
 
 def test_the_command_prints_the_picks_on_one_line_for_a_script() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.card_picks", str(MLP), str(ATTENTION)],
+        [sys.executable, "-m", "bench.engine.card_picks", str(MLP), str(ATTENTION)],
         capture_output=True,
         text=True,
         check=True,

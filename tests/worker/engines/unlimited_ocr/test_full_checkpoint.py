@@ -10,7 +10,7 @@ from typing import Any
 from tokenizers import Tokenizer
 from transformers.models.unlimited_ocr import UnlimitedOcrConfig
 
-from bench.full_checkpoint import official_config, write_tokenizer
+from bench.engine.full_checkpoint import official_config, write_tokenizer
 from ocr_worker.engines.unlimited_ocr.model.checkpoint import read_config
 
 

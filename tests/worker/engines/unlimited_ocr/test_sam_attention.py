@@ -9,7 +9,7 @@ from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
     UnlimitedOcrSamVisionSdpaAttention,
 )
 
-from bench.engine_bench import build_model
+from bench.engine.setup import build_model
 from ocr_worker.engines.unlimited_ocr.model.sam_attention import use_fused_rel_pos
 from tests.numerics import assert_same_sums
 
