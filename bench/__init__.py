@@ -1,0 +1,1 @@
+"""The benches, grouped by what they measure (engine/, service/, accuracy/), and their harness."""

@@ -267,10 +267,21 @@ def result_path(
     return (out or RESULTS) / f"{'_'.join(parts)}.{ext}"
 
 
+def command() -> str:
+    """The command line that ran this bench, as one would type it again: ``python -m
+    bench.engine.engine_bench --tiny`` (sys.argv[0] is the module's file under ``-m``)."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    if spec is not None and spec.name and not spec.name.endswith("__main__"):
+        return shlex.join([Path(sys.executable).name, "-m", spec.name, *sys.argv[1:]])
+    return shlex.join([Path(sys.executable).name, *sys.argv])
+
+
 def stamp(results: dict[str, Any], card_name: str) -> dict[str, Any]:
-    """``results`` with the card, the commit, the date and the command line first (in place
-    of any ``results`` had: a file read back and written again)."""
-    meta = {"card": card_name, "commit": commit(), "date": today(), "command": shlex.join(sys.argv)}
+    """``results`` with the card, the commit, the date, the command line and sys.argv first (in
+    place of any ``results`` had: a file read back and written again)."""
+    meta: dict[str, Any] = {"card": card_name, "commit": commit(), "date": today()}
+    meta["command"] = command()
+    meta["argv"] = sys.argv
     return meta | {key: value for key, value in results.items() if key not in meta}
 
 

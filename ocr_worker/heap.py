@@ -5,7 +5,7 @@ freed. But each such free raises the threshold to the freed size (up to 32 MB), 
 first rendered page (~2.4 MB) or group pickle (~20 MB) is freed, the next ones come from the
 heap of whichever arena the thread uses, and a GPU worker's dozens of task threads each keep
 an arena's high-water mark: resident memory that climbs with the threads and is never given
-back (`python -m bench.heap_bench`). Pinning the threshold keeps it where it is: big buffers
+back (`python -m bench.service.heap_bench`). Pinning the threshold keeps it where it is: big buffers
 are mapped and unmapped, small ones stay in the arenas.
 
 Only processes of many threads pin it: a GPU worker's (its task threads) and its engine's

@@ -56,7 +56,7 @@ keep_mupdf_quiet()
 def release_mupdf_store() -> None:
     """Empty MuPDF's process-wide store of decoded resources. It keeps the images of every
     document opened, up to 256 MB per process, though no later page reuses a scan's image: a
-    worker's memory crept by ~2.4 MB a page until it was full (bench/soak_bench.py)."""
+    worker's memory crept by ~2.4 MB a page until it was full (bench/service/soak_bench.py)."""
     pymupdf.TOOLS.store_shrink(100)
 
 

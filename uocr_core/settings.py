@@ -120,7 +120,8 @@ class UnlimitedOcrSettings(_Section):
     reuse_boundary_section: bool = True
     # The GIL's switch interval in a GPU worker (CPython's default is 5 ms): the decode loop
     # waits for each step with the GIL released and takes it back from whichever task thread
-    # runs Python, which by default keeps it up to 5 ms, longer than a step (bench/gil_bench.py).
+    # runs Python, which by default keeps it up to 5 ms, longer than a step
+    # (bench/service/gil_bench.py).
     gil_switch_interval_ms: float = Field(0.5, gt=0)
     # The model, vision tower and decode loop in a child process of the worker (engine_process
     # .py): there no task thread holds the GIL that each of the step's torch calls must take

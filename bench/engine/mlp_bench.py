@@ -12,7 +12,6 @@ and the bytes of weights each call must read at the card's bandwidth (the floor)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -84,11 +83,7 @@ ROUTERS: dict[str, routing_kernels.RouterLaunch | None] = {  # in one kernel, or
     "split_g16_b256": routing_kernels.RouterLaunch(fused=False, group=16, block=256),
 }
 BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
-
-
-def timed(call: Callable[[], torch.Tensor]) -> float | None:
-    """harness.graphed_us, or None for tiles that do not fit the card (its shared memory)."""
-    return harness.graphed_us(call, unfit=(OutOfResources,))  # type: ignore[no-any-return]
+UNFIT = (OutOfResources,)  # tiles that do not fit the card (its shared memory): timed as None
 
 
 def weight_bytes(mlp, tokens: int, h: torch.Tensor) -> int:  # type: ignore[no-untyped-def]
@@ -147,7 +142,9 @@ def main() -> None:
                 expected = _call_module(mlp, h)[0].float()
                 for variant in args.tiles:
                     ours.tiles = VARIANTS[variant]
-                    row[f"ours_{variant}_us"] = us = timed(functools.partial(ours, h))
+                    row[f"ours_{variant}_us"] = us = harness.graphed_us(
+                        functools.partial(ours, h), unfit=UNFIT
+                    )
                     if us is not None:  # its values against the module's (bf16: well under 1%)
                         off = (ours(h).float() - expected).norm() / expected.norm()
                         row[f"error_{variant}"] = off.item()
@@ -156,7 +153,7 @@ def main() -> None:
                     chosen = []
                     for label, launch in ROUTERS.items():
                         call = functools.partial(_route, ours, h, launch)
-                        row[f"route_{label}_us"] = timed(call)
+                        row[f"route_{label}_us"] = harness.graphed_us(call, unfit=UNFIT)
                         chosen.append(call()[0].sort(dim=1).values)
                     # rows whose experts every launch chose alike (a near-tie may differ)
                     same = torch.stack([(c == chosen[0]).all(dim=1) for c in chosen]).all(dim=0)
@@ -165,7 +162,9 @@ def main() -> None:
                     default, values = ours.merge, []
                     for merge in MOE_MERGES:
                         ours.merge = merge
-                        row[f"ours_merge_{merge}_us"] = us = timed(functools.partial(ours, h))
+                        row[f"ours_merge_{merge}_us"] = us = harness.graphed_us(
+                            functools.partial(ours, h), unfit=UNFIT
+                        )
                         if us is not None:  # a layout whose tiles fit the card
                             values.append(ours(h))
                     ours.merge = default

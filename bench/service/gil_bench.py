@@ -107,12 +107,12 @@ def run(
     workers = [threading.Thread(target=busy, args=(stop, done, work)) for _ in range(threads)]
     for worker in workers:
         worker.start()
-    started = time.perf_counter()
-    ms = decode_loop(args.steps, args.step_ms / 1000, args.python_us / 1e6, torch_ops)
-    stop.set()
-    for worker in workers:
-        worker.join()
-    return ms, sum(done) / (time.perf_counter() - started)
+    with harness.Stopwatch() as watch:
+        ms = decode_loop(args.steps, args.step_ms / 1000, args.python_us / 1e6, torch_ops)
+        stop.set()
+        for worker in workers:
+            worker.join()
+    return ms, sum(done) / watch.seconds
 
 
 def main() -> None:

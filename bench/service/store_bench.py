@@ -15,9 +15,11 @@ import itertools
 import os
 import statistics
 import uuid
+from collections.abc import Callable
 from types import SimpleNamespace
 
 from bench import harness
+from bench.harness import Stopwatch
 from ocr_worker.outputs import assembly
 from uocr_core.contracts import PageResult
 from uocr_core.settings import S3Settings
@@ -27,14 +29,6 @@ from uocr_core.storage import S3ObjectStore
 def _result(page: int) -> PageResult:
     text = f"Line {page} of a scanned contract, clause {page % 17}, signed and dated. " * 30
     return PageResult(page=page, status="succeeded", text=text, markdown=text)
-
-
-def _timed(call, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    """Mean ms of ``repeat`` calls, call(0), call(1), ... (harness.Stopwatch.ms_of)."""
-    count = itertools.count()
-    return harness.Stopwatch.ms_of(
-        lambda: call(next(count)), repeats=repeat, warmup=0, statistic=statistics.fmean
-    )
 
 
 def main() -> None:
@@ -52,17 +46,22 @@ def main() -> None:
     store = S3ObjectStore(S3Settings(endpoint_url=url, bucket=f"bench-{uuid.uuid4().hex[:8]}"))
     store.ensure_bucket()
     group = [_result(p) for p in range(1, args.pages + 1)]
+    written = itertools.count()  # each call's pages under a job of its own
 
-    def one_by_one(n: int) -> None:
+    def one_by_one() -> None:
+        job = f"seq-{next(written)}"
         for result in group:
-            assembly.write_page(store, f"seq-{n}", result)
+            assembly.write_page(store, job, result)
 
-    def batched(n: int) -> None:
-        assembly.write_pages(store, f"par-{n}", group)
+    def batched() -> None:
+        assembly.write_pages(store, f"par-{next(written)}", group)
+
+    def mean_ms(work: Callable[[], None], calls: int) -> float:
+        return Stopwatch.ms_of(work, repeats=calls, warmup=0, statistic=statistics.fmean)
 
     writes = {
-        "one by one": _timed(one_by_one, args.groups),
-        "batched": _timed(batched, args.groups),
+        "one by one": mean_ms(one_by_one, args.groups),
+        "batched": mean_ms(batched, args.groups),
     }
 
     results = [_result(p) for p in range(1, args.document_pages + 1)]
@@ -74,15 +73,15 @@ def main() -> None:
         ]
     )
 
-    def read_one_by_one(_: int) -> None:
+    def read_one_by_one() -> None:
         for page in job.pages:
             PageResult.model_validate_json(store.get(page.result_key))
 
-    def read_batched(_: int) -> None:
+    def read_batched() -> None:
         loaded = assembly.load_page_results(store, job)  # type: ignore[arg-type]
         assert [r.page for r in loaded] == list(keys)
 
-    reads = {"one by one": _timed(read_one_by_one, 3), "batched": _timed(read_batched, 3)}
+    reads = {"one by one": mean_ms(read_one_by_one, 3), "batched": mean_ms(read_batched, 3)}
     print(f"a group's {args.pages} page objects written, ms: {writes}")
     print(f"  batched / one by one: {writes['batched'] / writes['one by one']:.2f}")
     print(f"a {args.document_pages}-page document read back, ms: {reads}")

@@ -2,11 +2,11 @@
 
 In a GPU worker every torch call made from Python lets go of the GIL and must take it back,
 and a decode step makes dozens: while the worker's task threads run Python (S3, SQL, results),
-each call waits behind them (bench/gil_bench.py --torch-ops; the service ran at a third of the
-bare engine on the H200, bench/RESULTS.md). Here the worker's process keeps Celery, leases,
-rendering and storage; a child process started with ``spawn`` (a CUDA context of its own)
-holds the model, the vision tower and the decode loop, and runs each page group on a thread of
-its own. Groups go over a pipe (pages as arrays, results back); the child's stage times and
+each call waits behind them (bench/service/gil_bench.py --torch-ops; the service ran at a
+third of the bare engine on the H200, bench/RESULTS.md). Here the worker's process keeps
+Celery, leases, rendering and storage; a child process started with ``spawn`` (a CUDA context
+of its own) holds the model, the vision tower and the decode loop, and runs each page group on
+a thread of its own. Groups go over a pipe (pages as arrays, results back); the child's stage times and
 token counts come back with each answer, so the worker's metrics and logs still see them.
 
 If the child dies, every call waiting on it fails with ``EngineProcessDied`` (the tasks fail,

@@ -23,7 +23,7 @@ log = structlog.get_logger(__name__)
 
 # A group's page objects are written, and a document's read back, this many at a time: one
 # after another, each round trip to the store sat between a group's decode and its document's
-# next group (python -m bench.store_bench).
+# next group (python -m bench.service.store_bench).
 STORE_CALLS_AT_ONCE = 8
 
 

@@ -56,7 +56,7 @@ def build_searchable_pdf(
 def build_in_render_process(sources: list[SourcePage], results: list[PageResult]) -> bytes:
     """``build_searchable_pdf`` in a ProcessRasterizer's process (``ProcessRasterizer.call``):
     PyMuPDF holds the GIL throughout, ~15 ms a page, which in a GPU worker's process stalls
-    the decode loop and every task thread (bench/gil_bench.py)."""
+    the decode loop and every task thread (bench/service/gil_bench.py)."""
     return build_searchable_pdf(process_store().get, sources, results)
 
 

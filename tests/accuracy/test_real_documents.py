@@ -121,8 +121,8 @@ def turned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
 def test_real_pages_fed_upside_down_or_sideways_read_as_well_as_upright(
     results: dict[str, DocumentResult], turned: dict[str, float], doc_id: str
 ) -> None:
-    """Read as they lay, these pages were garbage (bench/orientation_bench.py); turned upright
-    they must read as the same pages scanned upright do, within the suite's margin."""
+    """Read as they lay, these pages were garbage (bench/accuracy/orientation_bench.py); turned
+    upright they must read as the same pages scanned upright do, within the suite's margin."""
     upright = results[doc_id].cer_uocr
     assert turned[doc_id] <= upright + MARGIN, (
         f"{doc_id} fed turned {FED_TURNED[doc_id]}°: CER {turned[doc_id]:.2%}, "

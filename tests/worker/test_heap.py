@@ -1,7 +1,7 @@
 """A worker process of many threads gives freed page buffers back to the system.
 
-Each side runs bench.heap_bench's miniature of a GPU worker's task threads in a fresh process:
-threads hold 8 rendered pages and their pickle (~40 MB each at once), then let them go."""
+Each side runs bench.service.heap_bench's miniature of a GPU worker's task threads in a fresh
+process: threads hold 8 rendered pages and their pickle (~40 MB each at once), then let them go."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The decode step's attention over the block pool (Triton; GPU, or Triton's interpreter in
 tests).
 
-The profile of the step as plain torch ops (bench/step_profile.py) showed where the time goes:
-at 128 sequences, copying every sequence's ~2,300 KV rows out of the block pool so that SDPA
+The profile of the step as plain torch ops (bench/engine/step_profile.py) showed where the time
+goes: at 128 sequences, copying every sequence's ~2,300 KV rows out of the block pool so that SDPA
 can read them (10 ms of 19), then SDPA with a mask (4 ms).
 
 ``paged_decode_attention`` reads K/V straight from the pool through the row table, one program

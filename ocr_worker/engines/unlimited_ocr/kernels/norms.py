@@ -1,7 +1,7 @@
 """The decode step's small fused kernels (Triton; GPU, or Triton's interpreter in tests).
 
 Run as torch ops, one sequence's step was ~950 tiny kernels (RMSNorm alone is seven per call,
-RoPE a dozen per layer; bench/step_profile.py):
+RoPE a dozen per layer; bench/engine/step_profile.py):
 
 - ``rope_store`` rotates q and k from the fused QKV projection and writes k and v into their
   ring slots: one kernel where there were fourteen.
@@ -75,7 +75,7 @@ def rope_store(
     Writes rotated k and v into pool rows ``write_rows`` (N,); returns rotated q: (N, H, D).
     ``heads_block``: heads a program, a power of two; by default all of a row's: 84 µs a
     layer at a prefill pass's 15,295 rows, against 139 at one head a program (H100,
-    bench/pass_kernels_bench.py; bench/RESULTS.md, "GPU engine: kernels")."""
+    bench/engine/pass_kernels_bench.py; bench/RESULTS.md, "GPU engine: kernels")."""
     count = qkv.shape[0]
     _, heads, dim = k_pool.shape
     block = heads_block or triton.next_power_of_2(heads)

@@ -135,7 +135,7 @@ class RouterLaunch:
     ``rows`` tokens (_route_rows; at least 16, tl.dot's least M), ``block`` columns of hidden a
     step with ``stages`` of them in flight;
     else _router_logits with ``group`` experts a program and ``block`` columns a load (None:
-    the whole row), then _top_k. bench/mlp_bench.py times them: one token's routing is µs of
+    the whole row), then _top_k. bench/engine/mlp_bench.py times them: one token's routing is µs of
     latency (one program streams the router's 327 KB when fused) and a launch between the
     two kernels when split, not bytes."""
 
@@ -153,7 +153,7 @@ SPLIT_WIDE = RouterLaunch(fused=False, group=8, block=None)
 
 
 def router_for(tokens: int) -> RouterLaunch:
-    """Measured on the H200 (bench/mlp_bench.py; whole steps on an H100, 0.93 ms against 1.04
+    """Measured on the H200 (bench/engine/mlp_bench.py; whole steps on an H100, 0.93 ms against 1.04
     at one sequence; bench/RESULTS.md, "GPU engine: kernels"): a decode step's
     routing in two launches, the logits with whole rows of h, 2 experts a program up to 16
     tokens (4.8 / 5.1 µs a layer at 1 / 16 against the fused kernel's 15.7), 8 at 128 (8.9
@@ -161,7 +161,7 @@ def router_for(tokens: int) -> RouterLaunch:
     a program; a prefill's thousands (above SORT_PAIRS_ABOVE) 64 tokens a program, so the
     router's rows are read once per 64 (H100, 2026-12-06: 42.4 µs a layer
     at a pass's 15,295 tokens, against 82.5 at 16 a program and 79.7 at 128,
-    bench/pass_kernels_bench.py). Not timed between 129 and 256 tokens: 64 a program would
+    bench/engine/pass_kernels_bench.py). Not timed between 129 and 256 tokens: 64 a program would
     leave those steps 3 or 4 programs, so they keep 16."""
     if tokens <= 16:
         return SPLIT_NARROW

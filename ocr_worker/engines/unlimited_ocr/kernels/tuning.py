@@ -36,7 +36,7 @@ class Tile(NamedTuple):
     mma: bool = False
 
 
-# The tiles bench/attention_bench.py times (and the sm_90 build test compiles).
+# The tiles bench/engine/attention_bench.py times (and the sm_90 build test compiles).
 TILES = [
     Tile(16, 2),
     Tile(32, 4),
@@ -70,7 +70,8 @@ ANY = 1 << 30  # a plan for every larger step
 
 @dataclass(frozen=True)
 class Tiles:
-    """Tile widths and launch shape of the expert kernels (bench/mlp_bench.py compares some)."""
+    """Tile widths and launch shape of the expert kernels (bench/engine/mlp_bench.py compares
+    some)."""
 
     gate_up_n: int = 32
     down_n: int = 64
@@ -98,7 +99,7 @@ class PrefillTile(NamedTuple):
     stages: int
 
 
-# The tiles bench/prefill_attention_bench.py times (and the sm_90 build test compiles).
+# The tiles bench/engine/prefill_attention_bench.py times (and the sm_90 build test compiles).
 PREFILL_TILES = [
     PrefillTile(64, 64, 4, 3),
     PrefillTile(128, 64, 4, 3),
@@ -125,7 +126,7 @@ class CardTuning:
     prefill_attention: PrefillTile
 
 
-# The experts' tiles, timed with bench/mlp_bench.py and in whole steps (RESULTS.md, "GPU
+# The experts' tiles, timed with bench/engine/mlp_bench.py and in whole steps (RESULTS.md, "GPU
 # engine: kernels"). A step of few sequences, where few experts work: narrow tiles, a deeper
 # pipeline (H200: 46 µs a layer at 1 token, 119 at 16). A step of many, where every expert has
 # a dozen pairs: each tile transposed onto Hopper's warpgroup MMA over pair_plan's table,

@@ -9,7 +9,7 @@ mean 0.5 and std 0.5.
 
 Resizing is torch's antialiased bicubic on the page's own device, as transformers' image
 processor does it (torchvision on uint8 tensors): on the GPU it costs a fraction of a
-millisecond where PIL took ~100 ms of CPU per A4 page at 200 dpi (bench/step_profile.py).
+millisecond where PIL took ~100 ms of CPU per A4 page at 200 dpi (bench/engine/step_profile.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 SAM's attention adds a decomposed relative-position term to every score:
 ``score(q, k) = scale·q·k + Rh[q, row(k)] + Rw[q, column(k)]``. transformers builds that term
 as a full (heads, 4096, 4096) bias per page and layer (400 MB for a 1024 view); on the H200
-writing it was 7.3 of the tower's 11 ms per page (bench/step_profile.py). The same scores
+writing it was 7.3 of the tower's 11 ms per page (bench/engine/step_profile.py). The same scores
 come from one dot product over longer vectors, with no bias at all:
 
     q' = [scale·q, Rh[q, ·], Rw[q, ·]]        k' = [k, onehot(row(k)), onehot(column(k))]

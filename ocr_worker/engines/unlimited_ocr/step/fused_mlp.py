@@ -19,7 +19,7 @@ from ocr_worker.engines.unlimited_ocr.step.grouped_experts import dense_mlp, gro
 #   the residual add and the next RMSNorm in one kernel: 4 launches a layer (routing in one);
 # "down": the routed and shared gate/up in a launch each, both downs in one (5);
 # "none": 7 launches, as first built.
-# None (the default) picks by the token count, as measured on the H200 (bench/mlp_bench.py, a
+# None (the default) picks by the token count, as measured on the H200 (bench/engine/mlp_bench.py, a
 # layer replayed from a graph): "all" at 1 and 16 tokens (37.7 and 111.7 µs against "down"'s
 # 41.4 and 114.5), "down" at 128 (179.0 against 210.5: there the one gate/up launch of both
 # MLPs is the longer).
@@ -36,7 +36,7 @@ def fused_mlp(mlp: Any, *, dense: bool = False) -> Callable[[torch.Tensor], torc
     """The kernels' version of ``mlp`` (UnlimitedOcrTextMoe, or with ``dense`` the first
     layer's UnlimitedOcrTextMLP), or the module itself where they do not apply. The dense
     MLP stays with cuBLAS by default: one 6848-wide MLP is what cuBLAS does best (28 µs
-    against our 40-84 on the H200, bench/mlp_bench.py)."""
+    against our 40-84 on the H200, bench/engine/mlp_bench.py)."""
     try:
         if hasattr(mlp, "experts"):
             return _MoeMlp(mlp)
