@@ -6,8 +6,9 @@ each call waits behind them (bench/service/gil_bench.py --torch-ops; the service
 third of the bare engine on the H200, bench/RESULTS.md). Here the worker's process keeps
 Celery, leases, rendering and storage; a child process started with ``spawn`` (a CUDA context
 of its own) holds the model, the vision tower and the decode loop, and runs each page group on
-a thread of its own. Groups go over a pipe (pages as arrays, results back); the child's stage times and
-token counts come back with each answer, so the worker's metrics and logs still see them.
+a thread of its own. Groups go over a pipe (pages as arrays, results back); the child's stage
+times and token counts come back with each answer, so the worker's metrics and logs still see
+them.
 
 If the child dies, every call waiting on it fails with ``EngineProcessDied`` (the tasks fail,
 their leases lapse and the groups run again), and the next call starts a new child.
