@@ -4,33 +4,20 @@ settled at once by two workers, queue the next group once and finish the job onc
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from ocr_worker.imaging import ProcessRasterizer
 from ocr_worker.stages import rows
+from ocr_worker.stages.parts import StageParts
 from ocr_worker.stages.settle import COMPLETE, Ending, finish_canceled
 from uocr_core import job_lifecycle
 from uocr_core.db import transaction
-from uocr_core.dispatch import Dispatcher, queue_group
+from uocr_core.dispatch import queue_group
 from uocr_core.models import Job
-from uocr_core.settings import Settings
-from uocr_core.storage import ObjectStore
 
 
-def advance_job(
-    job_id: str,
-    group_index: int,
-    *,
-    sessions: sessionmaker[Session],
-    store: ObjectStore,
-    dispatcher: Dispatcher,
-    settings: Settings,
-    render_pool: ProcessRasterizer | None,
-) -> Ending | None:
+def advance_job(job_id: str, group_index: int, parts: StageParts) -> Ending | None:
     """Queue the next group if it is not queued yet (groups in order), or finish the job
     once every group is settled (in order, or in parallel), or once a cancel was asked and
     no group runs any more. What is left to settle, or ``None``."""
-    with transaction(sessions) as session:
+    with transaction(parts.sessions) as session:
         job = session.get(Job, job_id, with_for_update=True)
         if job is None or job.status in job_lifecycle.TERMINAL:
             return None
@@ -46,9 +33,13 @@ def advance_job(
             if groups.get("running"):
                 return None
             delivery_id = finish_canceled(
-                session, job, store=store, settings=settings, render_pool=render_pool
+                session,
+                job,
+                store=parts.store,
+                settings=parts.settings,
+                render_pool=parts.render_pool,
             )
             return Ending(complete=False, delivery_id=delivery_id)
         if following is not None and following.enqueued_at is None:
-            queue_group(dispatcher, following, priority=job.priority)
+            queue_group(parts.dispatcher, following, priority=job.priority)
     return None

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import structlog
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from ocr_worker.stages import rows
 from ocr_worker.stages.lease import new_lease_token
+from ocr_worker.stages.parts import StageParts
 from uocr_core import job_lifecycle
 from uocr_core.contracts import DEFAULT_MODEL_VERSION
 from uocr_core.db import transaction, utcnow
-from uocr_core.dispatch import Dispatcher, queue_group
+from uocr_core.dispatch import queue_group
 from uocr_core.models import Job, Page, PageGroup
-from uocr_core.settings import WorkerSettings
 
 log = structlog.get_logger(__name__)
 
@@ -47,20 +47,12 @@ class ClaimedGroup:
     interactive: bool = False  # the job's priority: the engine takes it ahead of the backlog
 
 
-def claim_group(
-    job_id: str,
-    group_index: int,
-    *,
-    sessions: sessionmaker[Session],
-    dispatcher: Dispatcher,
-    settings: WorkerSettings,
-    worker_id: str,
-    model_version: str,
-) -> ClaimedGroup | str:
-    """The group claimed for this worker (``worker_id``, serving ``model_version``), or why
-    there is nothing to run here: "missing", "finished", "canceled", "done", "other_version",
-    "leased" or "gave_up"."""
-    with transaction(sessions) as session:
+def claim_group(job_id: str, group_index: int, parts: StageParts) -> ClaimedGroup | str:
+    """The group claimed for this worker (its ``worker_id``, serving its ``model_version``),
+    or why there is nothing to run here: "missing", "finished", "canceled", "done",
+    "other_version", "leased" or "gave_up"."""
+    settings, model_version = parts.settings.worker, parts.model_version
+    with transaction(parts.sessions) as session:
         job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
         group = rows.lock_group(session, job_id, group_index)
         if group is None or job is None:
@@ -74,7 +66,7 @@ def claim_group(
         if (job.model_version or DEFAULT_MODEL_VERSION) != model_version:
             # A message on the wrong queue (a worker started with other queues by hand):
             # sent back to the job's own version rather than run on this one.
-            queue_group(dispatcher, group, priority=job.priority)
+            queue_group(parts.dispatcher, group, priority=job.priority)
             return "other_version"
         now = utcnow()
         if group.status == "running" and group.lease_expires_at and group.lease_expires_at > now:
@@ -85,7 +77,7 @@ def claim_group(
         job_lifecycle.start(job)
         group.status = "running"
         group.attempts += 1
-        group.lease_owner = new_lease_token(worker_id)
+        group.lease_owner = new_lease_token(parts.worker_id)
         group.lease_expires_at = now + timedelta(seconds=settings.lease_seconds)
         group.started_at = group.started_at or now
         return _claimed(

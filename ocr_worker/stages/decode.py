@@ -7,30 +7,24 @@ costs the group its context. An engine that drops a page is a bug, raised rather
 
 from __future__ import annotations
 
-from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
-from ocr_worker.imaging import PageRasterizer, PageRenderError, ProcessRasterizer
+from ocr_worker.engines.base import PageGroupInput, PageImage
+from ocr_worker.imaging import PageRenderError
 from ocr_worker.stages.claim import ClaimedGroup, PageRef
+from ocr_worker.stages.parts import StageParts
 from ocr_worker.stages.render import RenderFlags, render_pages
 from uocr_core.contracts import PageResult
 
 
-def decode_group(
-    job_id: str,
-    claimed: ClaimedGroup,
-    *,
-    engine: OcrEngine,
-    model_version: str,
-    rasterizer: PageRasterizer,
-    render_pool: ProcessRasterizer | None,
-) -> list[PageResult]:
+def decode_group(job_id: str, claimed: ClaimedGroup, parts: StageParts) -> list[PageResult]:
     """One result per claimed page, in the claim's order."""
+    engine, model_version = parts.engine, parts.model_version
     context = claimed.context if engine.uses_context_pages else []
     refs = [*context, *claimed.pages]
     rendered, flags = render_pages(
         refs,
         long_side=engine.input_long_side(len(refs)),
-        rasterizer=rasterizer,
-        render_pool=render_pool,
+        rasterizer=parts.rasterizer,
+        render_pool=parts.render_pool,
     )
     context_images = [i for i in rendered[: len(context)] if isinstance(i, PageImage)]
     if len(context_images) < len(context):  # an unreadable boundary page: decode without it

@@ -11,6 +11,8 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from types import TracebackType
 
@@ -21,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from uocr_core.db import transaction, utcnow
 from uocr_core.job_lifecycle import GROUP_SETTLED
 from uocr_core.models import Page, PageGroup
+from uocr_core.transient import is_transient
 
 log = structlog.get_logger(__name__)
 
@@ -105,6 +108,52 @@ class LeaseKeeper:
         with self.sessions() as session:
             status = session.scalar(select(PageGroup.status).where(PageGroup.id == self.group_id))
         return status not in GROUP_SETTLED
+
+
+class HeldClaims:
+    """A worker's claims while their groups run: each one's lease renewed (LeaseKeeper), and
+    given back at once when its task fails in a way that is retried. A claim whose release
+    failed (the database was down) is given back by the next task here, rather than held until
+    its lease lapses; releases are token-fenced, so a late one is harmless."""
+
+    def __init__(self, sessions: sessionmaker[Session], *, lease_seconds: float) -> None:
+        self.sessions = sessions
+        self.lease_seconds = lease_seconds
+        self._unreleased: list[tuple[int, str]] = []  # (group id, lease token)
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def held(self, *, group_id: int, owner: str, deadline_seconds: float) -> Iterator[None]:
+        """The claim's lease kept alive while the group runs (for ``deadline_seconds`` at
+        most: its time limit), and given back if the task fails and will be retried."""
+        try:
+            with LeaseKeeper(
+                self.sessions,
+                group_id=group_id,
+                owner=owner,
+                lease_seconds=self.lease_seconds,
+                deadline_seconds=deadline_seconds,
+            ):
+                yield
+        except Exception as error:
+            if is_transient(error):  # the task is retried: give the group back now
+                self.release(group_id, owner)
+            raise
+
+    def release(self, group_id: int, owner: str) -> None:
+        try:
+            release_claim(self.sessions, group_id=group_id, owner=owner)
+        except Exception as error:  # the database is still down: the task's retry releases it
+            log.warning("page_group.release_failed", error=str(error))
+            with self._lock:
+                self._unreleased.append((group_id, owner))
+
+    def release_waiting(self) -> None:
+        """The claims whose release failed before, given back now."""
+        with self._lock:
+            waiting, self._unreleased = self._unreleased, []
+        for group_id, owner in waiting:
+            self.release(group_id, owner)
 
 
 def release_claim(sessions: sessionmaker[Session], *, group_id: int, owner: str) -> bool:

@@ -11,25 +11,24 @@ from sqlalchemy.orm import Session, sessionmaker
 from ocr_worker.outputs import assembly
 from ocr_worker.stages import rows
 from ocr_worker.stages.claim import ClaimedGroup
+from ocr_worker.stages.parts import StageParts
 from uocr_core.contracts import PageResult
 from uocr_core.db import transaction, utcnow
 from uocr_core.models import Job, PageGroup
-from uocr_core.storage import ObjectStore
 
 
 def record_group(
     job_id: str,
     claimed: ClaimedGroup,
     results: list[PageResult],
-    *,
-    sessions: sessionmaker[Session],
-    store: ObjectStore,
+    parts: StageParts,
 ) -> bool:
     """Mark the pages done, if the group is still ours: not if its lease lapsed (a database
     outage longer than the lease) and another worker claimed it since. A lapsed lease whose
     group nobody claimed yet is still recorded: the work is done. Checked before the pages
     are written too: their objects are at fixed keys, and a group that overran its time
     limit and was read elsewhere meanwhile must not overwrite its new owner's pages."""
+    sessions, store = parts.sessions, parts.store
     if not still_ours(sessions, claimed):
         return False
     keys = assembly.write_pages(store, job_id, results)

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from ocr_worker.engines.base import OcrEngine
 from ocr_worker.imaging import ProcessRasterizer
 from ocr_worker.outputs import assembly
 from ocr_worker.outputs.searchable_pdf import build_in_render_process
+from ocr_worker.stages.parts import StageParts
 from uocr_core import job_lifecycle, object_keys
 from uocr_core.db import transaction
-from uocr_core.dispatch import Dispatcher
 from uocr_core.models import Job
 from uocr_core.settings import Settings
 from uocr_core.storage import ObjectStore
@@ -36,29 +35,23 @@ class Ending:
 COMPLETE = Ending(complete=True)
 
 
-def settle_job(
-    job_id: str,
-    ending: Ending | None,
-    *,
-    sessions: sessionmaker[Session],
-    store: ObjectStore,
-    dispatcher: Dispatcher,
-    engine: OcrEngine,
-    settings: Settings,
-    render_pool: ProcessRasterizer | None,
-) -> None:
+def settle_job(job_id: str, ending: Ending | None, parts: StageParts) -> None:
     """Nothing when there is nothing to settle (``None``: groups remain, or the job ended)."""
     if ending is None:
         return
     finished, delivery_id = True, ending.delivery_id
     if ending.complete:
         finished, delivery_id = complete_job(
-            job_id, sessions=sessions, store=store, settings=settings, render_pool=render_pool
+            job_id,
+            sessions=parts.sessions,
+            store=parts.store,
+            settings=parts.settings,
+            render_pool=parts.render_pool,
         )
     if delivery_id:
-        dispatcher.enqueue_webhook(delivery_id=delivery_id)
+        parts.dispatcher.enqueue_webhook(delivery_id=delivery_id)
     if finished:
-        engine.end_document(job_id)
+        parts.engine.end_document(job_id)
 
 
 def complete_job(

@@ -77,7 +77,7 @@ def test_a_transient_failure_gives_the_group_back_without_counting_an_attempt(ha
 def test_a_claim_that_could_not_be_given_back_is_given_back_by_the_next_task(
     harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import ocr_worker.pipeline as pipeline_module
+    import ocr_worker.stages.lease as pipeline_module
 
     job_id = harness.submit(2)
     pipeline = harness.pipeline(DatabaseDownEngine())

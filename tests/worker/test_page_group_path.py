@@ -1,15 +1,17 @@
 """A job id followed from ``tasks.page_group`` through the calls: a page group's life reads as
-a chain of stages (issue 45: the path returns to a module it already left at most twice).
+a chain of stages (docs/architecture.md, "Packages"): the path returns to a module it already
+left at most twice.
 
 The path is every call into our packages whose frame carries the job: a local ``job_id`` equal
 to it, or a ``job`` row whose id is it. Calls are taken at entry, so "a local" is an argument.
 Two counts of returns to a module already left, both printed:
 
-- over the page group's own modules (the task, the driver and its stages), the chain the issue
-  asks for: 5 when the stages lived in one class (its methods re-entered ``pipeline.py`` six
-  times, after each call out), 2 since; asserted at most 2 here;
+- over the page group's own modules (the task, the driver and its stages), the chain itself:
+  5 when the stages lived in one class (its methods re-entered ``pipeline.py`` six times,
+  after each call out), 1 since (``settle`` finishing the job after assembling it); asserted
+  at most 2 here;
 - over every module of ours, shared floors included (the row queries, assembly, object keys,
-  the job lifecycle, the engine base): 15 before the split and 15 after, as each stage visits
+  the job lifecycle, the engine base): 15 before the split and 14 after, as each stage visits
   those floors in turn, and ``assembly.write_document`` alone goes back and forth to
   ``object_keys`` twice. Printed for the record, not asserted.
 """
@@ -29,7 +31,7 @@ OUR_PACKAGES = ("ocr_worker", "uocr_core")
 STAGES = ("claim", "lease", "render", "decode", "record", "advance", "settle")
 # The page group's life: the task, the driver, its stages (not the floors they share).
 CHAIN = ("ocr_worker.tasks", "ocr_worker.pipeline", *(f"ocr_worker.stages.{s}" for s in STAGES))
-MAX_RETURNS = 2  # the issue's "Done when"
+MAX_RETURNS = 2
 
 
 @dataclass(frozen=True)
