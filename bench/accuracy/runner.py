@@ -26,7 +26,7 @@ from ocr_worker.accuracy.scoring import (
     score_page,
 )
 from ocr_worker.embedded import run_document
-from ocr_worker.imaging import PageRasterizer
+from ocr_worker.stages.render import rasterizer_for
 from uocr_core.settings import Settings
 from uocr_core.storage import LocalObjectStore
 
@@ -54,8 +54,7 @@ def render_like_uocr(pdf: bytes, settings: Settings) -> list[np.ndarray]:
     with tempfile.TemporaryDirectory() as tmp, pymupdf.open(stream=pdf, filetype="pdf") as doc:
         store = LocalObjectStore(Path(tmp))
         store.put(SCAN_KEY, pdf)
-        worker = settings.worker
-        rasterizer = PageRasterizer(store, dpi=worker.render_dpi, max_side=worker.max_render_side)
+        rasterizer = rasterizer_for(store, settings)
         return [rasterizer.render(SCAN_KEY, index) for index in range(doc.page_count)]
 
 
