@@ -84,9 +84,9 @@ class PageRasterizer:
         stored."""
         data = self._fetch(source_key)
         try:
-            if source_key.endswith(".pdf"):
-                return self._render_pdf(data, index, long_side)
-            return RenderedPage(self._load_image(data, index))
+            if not source_key.endswith(".pdf"):
+                return RenderedPage(self._load_image(data, index))
+            return self._render_pdf(data, index, long_side)
         except PageRenderError:
             raise
         except Exception as error:

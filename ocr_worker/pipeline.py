@@ -85,10 +85,13 @@ class PageGroupPipeline:
             outcome = claimed
         else:
             pages = len(claimed.context) + len(claimed.pages)
-            with self._running(), self.claims.held(
-                group_id=claimed.group_id,
-                owner=claimed.lease_token,
-                deadline_seconds=self.settings.group_time_limit(pages),
+            with (
+                self._running(),
+                self.claims.held(
+                    group_id=claimed.group_id,
+                    owner=claimed.lease_token,
+                    deadline_seconds=self.settings.group_time_limit(pages),
+                ),
             ):
                 results = decode_group(job_id, claimed, parts)
                 with clock.timed("store"):
@@ -100,7 +103,8 @@ class PageGroupPipeline:
         if outcome == "ran" and self.metrics is not None:
             self.metrics.pages_finished(results)
         if outcome == "ran" or outcome in SETTLED:
-            settle_job(job_id, advance_job(job_id, group_index, parts), parts)
+            ending = advance_job(job_id, group_index, parts)
+            settle_job(job_id, ending, parts)
         if outcome == "ran":
             bound.info(
                 "page_group.finished",

@@ -94,6 +94,20 @@ def outcome(job: Job) -> str:
     return FAILED if job.pages_failed >= job.page_count else SUCCEEDED
 
 
+def settled_status(job: Job, *, canceled: bool) -> str:
+    """The status a job ends with once no group runs any more: canceled if a cancel stopped it
+    before every page was settled, else its outcome."""
+    return CANCELED if canceled and not every_page_settled(job) else outcome(job)
+
+
+def settle(job: Job, *, canceled: bool) -> None:
+    """No group runs any more: the job ends, canceled or with its outcome."""
+    if canceled:
+        finish_canceled(job)
+    else:
+        finish(job)
+
+
 def finish(job: Job) -> None:
     """All pages are settled: the job ends with its outcome."""
     target = outcome(job)

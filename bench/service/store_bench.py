@@ -3,7 +3,7 @@
 Between a group's decode and its document's next group the worker writes one object per page
 (and the next group is queued only after that); when the last group is done it reads every
 page back to assemble the document. This times both one call after another (as before) and
-``assembly``'s batches of ``STORE_CALLS_AT_ONCE``, on a real S3 server (the test stack's:
+``outputs.pages``' batches of ``STORE_CALLS_AT_ONCE``, on a real S3 server (the test stack's:
 ``bash .ci/services start; eval "$(bash .ci/services env)"``), and prints the ratios.
 
     python -m bench.service.store_bench --groups 20 --pages 8 --document-pages 100
@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 from bench import harness
 from bench.harness import Stopwatch
-from ocr_worker.outputs import assembly
+from ocr_worker.outputs import document, pages
 from uocr_core.contracts import PageResult
 from uocr_core.settings import S3Settings
 from uocr_core.storage import S3ObjectStore
@@ -51,10 +51,10 @@ def main() -> None:
     def one_by_one() -> None:
         job = f"seq-{next(written)}"
         for result in group:
-            assembly.write_page(store, job, result)
+            pages.write_page(store, job, result)
 
     def batched() -> None:
-        assembly.write_pages(store, f"par-{next(written)}", group)
+        pages.write_pages(store, f"par-{next(written)}", group)
 
     def mean_ms(work: Callable[[], None], calls: int) -> float:
         return Stopwatch.ms_of(work, repeats=calls, warmup=0, statistic=statistics.fmean)
@@ -65,7 +65,7 @@ def main() -> None:
     }
 
     results = [_result(p) for p in range(1, args.document_pages + 1)]
-    keys = assembly.write_pages(store, "doc", results)
+    keys = pages.write_pages(store, "doc", results)
     job = SimpleNamespace(
         pages=[
             SimpleNamespace(page_no=p, result_key=keys[p], status="succeeded", error=None)
@@ -78,7 +78,7 @@ def main() -> None:
             PageResult.model_validate_json(store.get(page.result_key))
 
     def read_batched() -> None:
-        loaded = assembly.load_page_results(store, job)  # type: ignore[arg-type]
+        loaded = document.load_page_results(store, job)  # type: ignore[arg-type]
         assert [r.page for r in loaded] == list(keys)
 
     reads = {"one by one": mean_ms(read_one_by_one, 3), "batched": mean_ms(read_batched, 3)}

@@ -2,7 +2,8 @@
 
 A claim either returns the group's pages to run (``ClaimedGroup``) or says why there is nothing
 to run here (a string the task logs and returns). A group that kept failing is given up: its
-pages fail with the reason and the rest of the document goes on.
+pages fail with the reason and the rest of the document goes on. The queries are this stage's
+own: the next stages take the claim, not the rows.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import structlog
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ocr_worker.stages import rows
 from ocr_worker.stages.lease import new_lease_token
 from ocr_worker.stages.parts import StageParts
 from uocr_core import job_lifecycle
@@ -51,74 +52,102 @@ def claim_group(job_id: str, group_index: int, parts: StageParts) -> ClaimedGrou
     """The group claimed for this worker (its ``worker_id``, serving its ``model_version``),
     or why there is nothing to run here: "missing", "finished", "canceled", "done",
     "other_version", "leased" or "gave_up"."""
-    settings, model_version = parts.settings.worker, parts.model_version
+    settings = parts.settings.worker
     with transaction(parts.sessions) as session:
         job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
-        group = rows.lock_group(session, job_id, group_index)
+        group = _locked_group(session, job_id, group_index)
         if group is None or job is None:
             return "missing"
-        if job.status in job_lifecycle.TERMINAL:
-            return "finished"  # a late redelivery: the job ended meanwhile
-        if job.cancel_requested:
-            return "canceled"
-        if group.status in job_lifecycle.GROUP_FINISHED:
-            return "done"
-        if (job.model_version or DEFAULT_MODEL_VERSION) != model_version:
+        refused = _refusal(job, group, parts.model_version, settings.max_group_attempts)
+        if refused == "gave_up":
+            _give_up(session, group)  # its pages counted by advancing, as a recorded group's
+        elif refused == "other_version":
             # A message on the wrong queue (a worker started with other queues by hand):
             # sent back to the job's own version rather than run on this one.
             queue_group(parts.dispatcher, group, priority=job.priority)
-            return "other_version"
-        now = utcnow()
-        if group.status == "running" and group.lease_expires_at and group.lease_expires_at > now:
-            return "leased"
-        if group.attempts >= settings.max_group_attempts:
-            give_up(session, job, group)
-            return "gave_up"
+        if refused is not None:
+            return refused
+        claimed = _claim(session, job, group, parts.worker_id, settings.lease_seconds)
         job_lifecycle.start(job)
-        group.status = "running"
-        group.attempts += 1
-        group.lease_owner = new_lease_token(parts.worker_id)
-        group.lease_expires_at = now + timedelta(seconds=settings.lease_seconds)
-        group.started_at = group.started_at or now
-        return _claimed(
-            session,
-            group,
-            is_last=group.last_position == job.page_count - 1,
-            interactive=job.priority == "interactive",
-        )
+        return claimed
 
 
-def _claimed(
-    session: Session, group: PageGroup, *, is_last: bool, interactive: bool
+def _locked_group(session: Session, job_id: str, group_index: int) -> PageGroup | None:
+    """Callers lock the job row first: one lock order everywhere, so groups of one document
+    claimed, recorded and advanced at once by several workers never deadlock."""
+    return session.scalar(
+        select(PageGroup)
+        .where(PageGroup.job_id == job_id, PageGroup.group_index == group_index)
+        .with_for_update()
+    )
+
+
+def _refusal(job: Job, group: PageGroup, model_version: str, max_attempts: int) -> str | None:
+    """Why this worker does not run the group now, or ``None``: it claims it."""
+    if job.status in job_lifecycle.TERMINAL:
+        return "finished"  # a late redelivery: the job ended meanwhile
+    if job.cancel_requested:
+        return "canceled"
+    if group.status in job_lifecycle.GROUP_FINISHED:
+        return "done"
+    if (job.model_version or DEFAULT_MODEL_VERSION) != model_version:
+        return "other_version"
+    expires = group.lease_expires_at
+    if group.status == "running" and expires is not None and expires > utcnow():
+        return "leased"
+    if group.attempts >= max_attempts:
+        return "gave_up"
+    return None
+
+
+def _claim(
+    session: Session, job: Job, group: PageGroup, worker_id: str, lease_seconds: float
 ) -> ClaimedGroup:
-    """The group's output pages not done yet marked running (an attempt each), and what the
-    decode needs of the group: its pages, its boundary (context) pages, and the job's facts."""
-    pages = rows.pages_between(session, group.job_id, group.first_position, group.last_position)
+    """The group running under a new lease, its output pages not done yet marked running (an
+    attempt each), and what the decode needs of the group: its pages, its boundary (context)
+    pages, and the job's facts."""
+    now, token = utcnow(), new_lease_token(worker_id)
+    group.status = "running"
+    group.attempts += 1
+    group.lease_owner = token
+    group.lease_expires_at = now + timedelta(seconds=lease_seconds)
+    group.started_at = group.started_at or now
+    pages = _pages(session, group, first=group.first_position)
     context_end = group.first_position + group.overlap
     running = [p for p in pages if p.position >= context_end and p.status != "succeeded"]
     for page in running:
-        page.status, page.started_at = "running", utcnow()
+        page.status, page.started_at = "running", now
         page.attempts += 1
     return ClaimedGroup(
         group_id=group.id,
         group_index=group.group_index,
         context=[_ref(p) for p in pages if p.position < context_end],
         pages=[_ref(p) for p in running],
-        is_last=is_last,
-        lease_token=group.lease_owner or "",
-        interactive=interactive,
+        is_last=group.last_position == job.page_count - 1,
+        lease_token=token,
+        interactive=job.priority == "interactive",
     )
 
 
-def give_up(session: Session, job: Job, group: PageGroup) -> None:
+def _give_up(session: Session, group: PageGroup) -> None:
     """A poison group: its pages fail with the reason, the rest of the document goes on."""
     reason = f"gave up after {group.attempts} attempts (the page group kept failing)"
-    for page in rows.group_pages(session, group):
+    for page in _pages(session, group, first=group.first_position + group.overlap):
         if page.status != "succeeded":
             page.status, page.error, page.finished_at = "failed", reason, utcnow()
     group.status, group.finished_at, group.lease_owner = "failed", utcnow(), None
-    rows.recount(session, job)
-    log.error("page_group.gave_up", job_id=job.id, page_group=group.group_index)
+    log.error("page_group.gave_up", job_id=group.job_id, page_group=group.group_index)
+
+
+def _pages(session: Session, group: PageGroup, *, first: int) -> list[Page]:
+    """The group's pages from position ``first`` (its first, or its first output page)."""
+    return list(
+        session.scalars(
+            select(Page)
+            .where(Page.job_id == group.job_id, Page.position.between(first, group.last_position))
+            .order_by(Page.position)
+        )
+    )
 
 
 def _ref(page: Page) -> PageRef:

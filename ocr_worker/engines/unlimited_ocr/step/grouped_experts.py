@@ -70,9 +70,7 @@ def _silu_mul(projected_ptr, act_ptr, INTER: tl.constexpr, BLOCK: tl.constexpr):
     dtype = act_ptr.dtype.element_ty
     gate = tl.load(projected_ptr + row * 2 * INTER + columns, mask=inside).to(tl.float32)
     up = tl.load(projected_ptr + row * 2 * INTER + INTER + columns, mask=inside).to(tl.float32)
-    tl.store(
-        act_ptr + row * INTER + columns, silu_times_up(gate, up, dtype), mask=inside
-    )
+    tl.store(act_ptr + row * INTER + columns, silu_times_up(gate, up, dtype), mask=inside)
 
 
 def dense_mlp(h: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:

@@ -247,9 +247,7 @@ def test_the_token_choice_compiles_once_for_any_usual_ban_count() -> None:
 
 @pytest.mark.parametrize("chosen", tuning.TILES, ids=str)
 @pytest.mark.parametrize("batch", [1, 128])
-def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(
-    chosen: tuning.Tile, batch: int
-) -> None:
+def test_paged_attention_in_every_tile_equals_sdpa_in_bf16(chosen: tuning.Tile, batch: int) -> None:
     """Every tile and form bench/engine/attention_bench.py may choose from (CUDA cores, or tensor
     cores with the query padded), compiled, in bf16, at v1's 10 heads of 128 over ~2,300 rows: the
     values of SDPA over the gathered rows. A wrong row or head is off by ~100%."""

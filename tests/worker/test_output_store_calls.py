@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ocr_worker.outputs import assembly
+from ocr_worker.outputs import document, pages
 from uocr_core import object_keys
 from uocr_core.contracts import PageResult
 from uocr_core.storage import LocalObjectStore
@@ -21,7 +21,7 @@ def _result(page: int) -> PageResult:
 def test_every_page_is_written_to_its_own_key_and_read_back_in_order(tmp_path: Path) -> None:
     store = LocalObjectStore(tmp_path)
     results = [_result(p) for p in range(1, 21)]  # more pages than calls at once
-    keys = assembly.write_pages(store, "job", results)
+    keys = pages.write_pages(store, "job", results)
     assert keys == {p: object_keys.page_result_key("job", p) for p in range(1, 21)}
     rows = [
         SimpleNamespace(page_no=p, result_key=keys[p], status="succeeded", error=None)
@@ -29,7 +29,7 @@ def test_every_page_is_written_to_its_own_key_and_read_back_in_order(tmp_path: P
     ]
     rows[6] = SimpleNamespace(page_no=7, result_key=None, status="failed", error="unreadable")
     rows[12] = SimpleNamespace(page_no=13, result_key=None, status="canceled", error=None)
-    loaded = assembly.load_page_results(store, SimpleNamespace(pages=rows))  # type: ignore[arg-type]
+    loaded = document.load_page_results(store, SimpleNamespace(pages=rows))  # type: ignore[arg-type]
     assert [r.page for r in loaded] == list(range(1, 21))
     assert [r.text for r in loaded if r.status == "succeeded"] == [
         f"text of page {p}" for p in range(1, 21) if p not in (7, 13)
@@ -46,4 +46,4 @@ def test_a_page_that_cannot_be_written_fails_the_group(tmp_path: Path) -> None:
             super().put(key, data, content_type)
 
     with pytest.raises(OSError, match="page 5"):
-        assembly.write_pages(FlakyStore(tmp_path), "job", [_result(p) for p in range(1, 9)])
+        pages.write_pages(FlakyStore(tmp_path), "job", [_result(p) for p in range(1, 9)])
