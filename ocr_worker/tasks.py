@@ -172,7 +172,7 @@ def recover() -> list[str]:
         parallel_groups=settings.page_groups_in_parallel,
         parallel_by_engine={
             engine: model_versions.groups_in_parallel(deployment, engine)
-            for engine in ("rapidocr", "unlimited_ocr")
+            for engine in ("rapidocr", "unlimited_ocr", "simulated")
         },
         known_versions=frozenset(model_versions.version_names(deployment)),
         webhook_quiet_seconds=settings.webhooks.backoff_max_seconds

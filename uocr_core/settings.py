@@ -26,7 +26,7 @@ from pydantic_settings import (
 
 from uocr_core.clamd import ClamdAddress
 
-EngineName = Literal["rapidocr", "unlimited_ocr"]
+EngineName = Literal["rapidocr", "unlimited_ocr", "simulated"]
 
 
 class _Section(BaseModel):
@@ -127,6 +127,23 @@ class UnlimitedOcrSettings(_Section):
     # .py): there no task thread holds the GIL that each of the step's torch calls must take
     # back. On the H200 5-9% more pages/s than in the worker's process (bench/RESULTS.md).
     engine_process: bool = True
+
+
+class SimulatedEngineSettings(_Section):
+    """The simulated engine (capacity tests only; docs/scaling.md): the time a page group
+    takes and the shape of what it returns. The defaults are the GPU engine's: an H100 at 128
+    documents decodes ~11,850 tokens/s (bench/RESULTS.md, "GPU engine: decode throughput"),
+    its vision tower takes ~20 ms a page, and a real page is ~700 tokens."""
+
+    seconds_per_group: float = Field(0.0, ge=0)
+    seconds_per_page: float = Field(0.02, ge=0)
+    tokens_per_page: int = Field(700, ge=0)
+    tokens_per_second: float = Field(11_850, gt=0)
+    chars_per_token: float = Field(3.5, gt=0)
+    blocks_per_page: int = Field(12, ge=1, le=1000)
+    # Pages are drawn this small for it: what it "reads" does not matter, the render's cost
+    # on the GPU host's cores is not the control plane's.
+    render_long_side: int = Field(256, ge=16)
 
 
 class WorkerSettings(_Section):
@@ -293,6 +310,7 @@ class Settings(BaseSettings):
     unlimited_ocr: UnlimitedOcrSettings = UnlimitedOcrSettings()
     admission: AdmissionSettings = AdmissionSettings()
     models: ModelsSettings = ModelsSettings()
+    simulated: SimulatedEngineSettings = SimulatedEngineSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -309,6 +327,9 @@ class Settings(BaseSettings):
                 f"worker.model_version names {served!r}; versions are "
                 f"{sorted(self.models.versions) or ['default']}"
             )
+        engines = {self.engine, *(v.engine for v in self.models.versions.values())}
+        if self.environment == "production" and "simulated" in engines:
+            raise ValueError("engine 'simulated' is for capacity tests; not in production")
         if self.environment == "production" and self.s3.secret_access_key == "uocr-secret":
             raise ValueError("s3.secret_access_key still has its development placeholder")
         return self

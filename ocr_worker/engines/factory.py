@@ -23,6 +23,10 @@ def make_engine(settings: Settings, when_lost: Callable[[], None] | None = None)
 
             return EngineProcess(settings, build=unlimited_ocr_engine, when_lost=when_lost)
         return unlimited_ocr_engine(settings)
+    if settings.engine == "simulated":
+        from ocr_worker.engines.simulated import SimulatedEngine
+
+        return SimulatedEngine(settings.simulated)
     raise ValueError(f"unknown engine {settings.engine!r}")
 
 
