@@ -113,8 +113,13 @@ class UocrClient:
             raise ApiError(put.status_code, "upload-refused", put.text[:300], "", None)
         return target.object_key
 
-    def job(self, job_id: str) -> JobPublic:
-        return JobPublic.model_validate(self._send("GET", f"/v1/jobs/{job_id}").json())
+    def job(self, job_id: str, *, pages: str | None = None) -> JobPublic:
+        """The job's status; ``pages``: which pages it lists ("all", "none", "301-600"; by
+        default all of a short document, none of a long one: follow ``pages_next``)."""
+        params = {"pages": pages} if pages else None
+        return JobPublic.model_validate(
+            self._send("GET", f"/v1/jobs/{job_id}", params=params).json()
+        )
 
     def jobs(self, *, status: str | None = None, page_size: int = 100) -> Iterator[JobSummary]:
         """Every job of the tenant, newest first, following the cursor."""

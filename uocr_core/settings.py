@@ -300,6 +300,9 @@ class Settings(BaseSettings):
     # Documents of at least this many pages go to the long queue (ocr.long), so a 300-page
     # document never holds a 3-page one behind it; workers take either pool or both.
     long_document_pages: int = Field(50, ge=1)
+    # A job's status lists every page of a document this long or shorter; a longer one's status
+    # is a summary unless the client asks for pages (all, or a range: this many at a time).
+    status_pages_inline: int = Field(300, ge=1, le=10_000)
 
     database: DatabaseSettings = DatabaseSettings()
     redis: RedisSettings = RedisSettings()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from uocr_core.job_lifecycle import GROUP_FINISHED, TERMINAL
+from uocr_core.job_lifecycle import TERMINAL
+from uocr_core.jobs.page_listing import ListedPages
 from uocr_core.models import Job
 from uocr_core.schemas.jobs import JobPublic, JobSummary, PagePublic, WebhookPublic
 from uocr_core.settings import Settings
@@ -53,13 +54,17 @@ def _webhook(job: Job) -> WebhookPublic | None:
     )
 
 
-def public(job: Job, settings: Settings) -> JobPublic:
+def public(job: Job, settings: Settings, listed: ListedPages) -> JobPublic:
+    following = listed.next_range
+    next_url = None
+    if following is not None:
+        next_url = job_url(settings, job.id, f"?pages={following[0]}-{following[1]}")
     return JobPublic(
         **summary(job, settings).model_dump(),
         engine=job.engine,
         model_version=job.model_version,
-        groups_total=len(job.groups),
-        groups_done=sum(g.status in GROUP_FINISHED for g in job.groups),
+        groups_total=listed.groups_total,
+        groups_done=listed.groups_done,
         cancel_requested=job.cancel_requested,
         error=job.error,
         started_at=job.started_at,
@@ -79,6 +84,8 @@ def public(job: Job, settings: Settings) -> JobPublic:
                 model_version=p.model_version,
                 engine=p.engine,
             )
-            for p in job.pages
+            for p in listed.pages
         ],
+        pages_listed=listed.listed,
+        pages_next=next_url,
     )

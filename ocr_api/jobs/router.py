@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -16,7 +17,7 @@ from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 from uocr_core import urls
 from uocr_core.errors import InvalidRequest, PayloadTooLarge
-from uocr_core.jobs import listing, service
+from uocr_core.jobs import listing, page_listing, service
 from uocr_core.jobs.input_limits import (
     check_form_fields,
     check_metadata,
@@ -232,13 +233,46 @@ def list_jobs(
         return JobList(jobs=jobs, next_cursor=page.next_cursor)
 
 
-@router.get(
-    "/{job_id}", response_model=JobPublic, dependencies=_JSON_ONLY, responses=problems(404, 410)
+_PAGES_QUERY = Query(
+    None,
+    pattern=page_listing.PAGES_PATTERN,
+    description="which pages to list: `all`, `none`, or a range of page numbers (`301-600`: "
+    "none if the second is smaller); "
+    "default: all of a document of at most `status_pages_inline` (300) pages, none of a longer "
+    "one (follow `pages_next`)",
 )
-def get_status(job_id: JobIdDep, state: StateDep, tenant: TenantDep) -> JobPublic:
+
+
+@router.get(
+    "/{job_id}",
+    response_model=JobPublic,
+    dependencies=_JSON_ONLY,
+    responses={
+        **problems(404, 410, 422),
+        304: {"description": "the status is unchanged since the ETag given in If-None-Match"},
+    },
+)
+def get_status(
+    job_id: JobIdDep,
+    request: Request,
+    state: StateDep,
+    tenant: TenantDep,
+    pages: str | None = _PAGES_QUERY,
+) -> Response:
+    """The job's state and its pages' (which pages: ``?pages=``). An ETag names this answer:
+    a poll that sends it back in If-None-Match gets 304 while nothing changed."""
+    asked = page_listing.parse_asked(pages)
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
-        return presenters.public(job, state.settings)
+        listed = page_listing.listed_pages(
+            session, job, asked, inline_max=state.settings.status_pages_inline
+        )
+        body = presenters.public(job, state.settings, listed).model_dump_json().encode()
+    etag = 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if negotiation.client_has(request, etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.post(
@@ -261,7 +295,10 @@ def cancel(job_id: JobIdDep, state: StateDep, tenant: TenantDep, actor: ActorDep
     )
     with state.sessions() as session:
         job = service.get_job(session, tenant_id=tenant.id, job_id=job_id)
-        return presenters.public(job, state.settings)
+        listed = page_listing.listed_pages(
+            session, job, None, inline_max=state.settings.status_pages_inline
+        )
+        return presenters.public(job, state.settings, listed)
 
 
 @router.delete("/{job_id}", status_code=204, responses=problems(404, 410))

@@ -71,8 +71,8 @@ def test_the_searchable_pdf_is_built_in_the_render_processes(  # type: ignore[no
     harness.drain(ScriptedEngine())
     assert harness.job(job_id).status == "succeeded"
     data = harness.store.get(object_keys.result_key(job_id, "pdf"))
-    with pymupdf.open(stream=data, filetype="pdf") as document:
-        assert document.page_count == 4
+    with pymupdf.open(stream=data, filetype="pdf") as pdf:
+        assert pdf.page_count == 4
 
 
 @pytest.mark.parametrize("harness", [{}, {"render_processes": 2}], indirect=True)

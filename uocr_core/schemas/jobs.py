@@ -109,7 +109,18 @@ class JobPublic(JobSummary):
     reused_from: str | None = Field(
         None, description="the job whose results this one took (reuse_results): none was read"
     )
-    pages: list[PagePublic]
+    pages: list[PagePublic] = Field(
+        description="the pages `pages_listed` names: every page of a document of at most "
+        "`status_pages_inline` (300) pages unless asked otherwise (`?pages=`)"
+    )
+    pages_listed: str | None = Field(
+        None,
+        description='which pages `pages` lists: "all", a range of page numbers ("301-600"), '
+        "or null: none (a long document's status is a summary; follow `pages_next`)",
+    )
+    pages_next: str | None = Field(
+        None, description="the status URL listing the next range of pages, while any remain"
+    )
 
 
 class ResultLink(BaseModel):

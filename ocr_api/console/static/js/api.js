@@ -69,7 +69,9 @@ export class ApiClient {
   }
 
   getJob(jobId) {
-    return this.json(`/v1/jobs/${encodeURIComponent(jobId)}`);
+    // Every page: the console draws each one's cell (a long document's status is otherwise a
+    // summary; see docs/http-api.md).
+    return this.json(`/v1/jobs/${encodeURIComponent(jobId)}?pages=all`);
   }
 
   getPage(jobId, pageNo) {
