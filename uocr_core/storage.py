@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +56,8 @@ class StoredObject:
 class ObjectStore(Protocol):
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
     def get(self, key: str) -> bytes: ...
+    def put_file(self, key: str, path: Path, content_type: str = ...) -> None: ...
+    def get_file(self, key: str, path: Path) -> None: ...
     def copy(self, source: str, target: str) -> None: ...
     def delete(self, keys: list[str]) -> None: ...
     def keys_under(self, prefix: str) -> list[str]: ...
@@ -98,6 +101,25 @@ class S3ObjectStore:
     def get(self, key: str) -> bytes:
         try:
             return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                raise ObjectNotFound(key) from None
+            raise
+
+    @_unavailable_is_transient
+    def put_file(
+        self, key: str, path: Path, content_type: str = "application/octet-stream"
+    ) -> None:
+        """From a file, in parts for a large one: never all in memory (a 3,000-page result)."""
+        self.client.upload_file(
+            str(path), self.bucket, key, ExtraArgs={"ContentType": content_type}
+        )
+
+    @_unavailable_is_transient
+    def get_file(self, key: str, path: Path) -> None:
+        """Into a file, in parts: a 3,000-page scan is read from disk, never held in memory."""
+        try:
+            self.client.download_file(self.bucket, key, str(path))
         except ClientError as error:
             if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 raise ObjectNotFound(key) from None
@@ -202,6 +224,21 @@ class LocalObjectStore:
     def get(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+
+    def put_file(
+        self, key: str, path: Path, content_type: str = "application/octet-stream"
+    ) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        shutil.copyfile(path, tmp)
+        tmp.replace(target)
+
+    def get_file(self, key: str, path: Path) -> None:
+        try:
+            shutil.copyfile(self._path(key), path)
         except FileNotFoundError:
             raise ObjectNotFound(key) from None
 

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 from bench import harness
 from bench.harness import Stopwatch
-from ocr_worker.outputs import document, pages
+from ocr_worker.outputs import pages, readback
 from uocr_core.contracts import PageResult
 from uocr_core.settings import S3Settings
 from uocr_core.storage import S3ObjectStore
@@ -78,7 +78,7 @@ def main() -> None:
             PageResult.model_validate_json(store.get(page.result_key))
 
     def read_batched() -> None:
-        loaded = document.load_page_results(store, job)  # type: ignore[arg-type]
+        loaded = readback.load_page_results(store, job)  # type: ignore[arg-type]
         assert [r.page for r in loaded] == list(keys)
 
     reads = {"one by one": mean_ms(read_one_by_one, 3), "batched": mean_ms(read_batched, 3)}

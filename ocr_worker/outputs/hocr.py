@@ -30,10 +30,15 @@ TAIL = "</body>\n</html>\n"
 
 
 def build_hocr(title: str, results: list[PageResult]) -> str:
-    return HEAD.format(title=escape(title)) + "".join(_page(r) for r in results) + TAIL
+    return head(title) + "".join(page(r) for r in results) + TAIL
 
 
-def _page(result: PageResult) -> str:
+def head(title: str) -> str:
+    """The document's opening, before its pages (a long one is written page by page)."""
+    return HEAD.format(title=escape(title))
+
+
+def page(result: PageResult) -> str:
     n = result.page
     if result.status != "succeeded" or not (result.width and result.height):
         reason = f": {result.error}" if result.error else ""

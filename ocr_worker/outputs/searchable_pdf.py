@@ -9,8 +9,11 @@ keeps its scan and carries no text: no page is dropped.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pymupdf
 from PIL import Image
@@ -21,6 +24,9 @@ from uocr_core.contracts import Block, PageResult
 
 TEXT_FONT = "cjk"  # MuPDF's built-in Droid Sans Fallback: Latin, Cyrillic, Greek and CJK in one
 DEFAULT_IMAGE_DPI = 300  # the physical size given to an image that does not say its resolution
+# A long document's PDF is built this many pages at a time, each part appended to the file: the
+# worker holds one part, not the book (bench/service/assembly_bench.py).
+PART_PAGES = 200
 
 
 @dataclass(frozen=True)
@@ -30,34 +36,101 @@ class SourcePage:
 
 
 def build_searchable_pdf(
-    fetch: Callable[[str], bytes], sources: list[SourcePage], results: list[PageResult]
+    fetch: Callable[[str], bytes], sources: list[SourcePage], results: Iterable[PageResult]
 ) -> bytes:
     """One output page per source page, in order, each with its result's text layer."""
-    font = pymupdf.Font(TEXT_FONT)
-    out = pymupdf.open()
     inputs: dict[str, pymupdf.Document] = {}
     try:
-        for source, result in zip(sources, results, strict=True):
-            if source.key not in inputs:
-                inputs[source.key] = _open_input(source.key, fetch(source.key))
-            page = _place_scan(out, inputs[source.key], source.index, result.rotation)
+
+        def opened(key: str) -> pymupdf.Document:
+            if key not in inputs:
+                inputs[key] = _open_input(key, fetch(key))
+            return inputs[key]
+
+        with _layered(opened, zip(sources, results, strict=True)) as out:
+            return out.tobytes(garbage=3, deflate=True)
+    finally:
+        for document in inputs.values():
+            document.close()
+
+
+def write_searchable_pdf(
+    download: Callable[[str, Path], None],
+    sources: list[SourcePage],
+    results_jsonl: Path,
+    out_path: Path,
+) -> None:
+    """``build_searchable_pdf`` from files: each input downloaded beside ``out_path`` and read
+    from disk (a 3,000-page scan is never held in memory), the results read line by line from
+    the JSON lines file the text formats wrote, and the PDF written to ``out_path`` a part of
+    ``PART_PAGES`` pages at a time."""
+    inputs: dict[str, pymupdf.Document] = {}
+    try:
+
+        def opened(key: str) -> pymupdf.Document:
+            if key not in inputs:
+                path = out_path.with_name(f"input-{len(inputs)}{Path(key).suffix}")
+                download(key, path)
+                inputs[key] = (
+                    pymupdf.open(path)
+                    if key.endswith(".pdf")
+                    else _images_as_pdf(path.read_bytes())
+                )
+            return inputs[key]
+
+        with results_jsonl.open(encoding="utf-8") as lines:
+            results = (PageResult.model_validate_json(line) for line in lines)
+            pairs = zip(sources, results, strict=True)
+            while part := list(itertools.islice(pairs, PART_PAGES)):
+                _append(out_path, _part(opened, part))
+    finally:
+        for document in inputs.values():
+            document.close()
+
+
+def write_in_render_process(sources: list[SourcePage], results_jsonl: Path, out_path: Path) -> None:
+    """``write_searchable_pdf`` in a ProcessRasterizer's process (``ProcessRasterizer.call``):
+    PyMuPDF holds the GIL throughout, ~15 ms a page, which in a GPU worker's process stalls
+    the decode loop and every task thread (bench/service/gil_bench.py). Only paths cross."""
+    write_searchable_pdf(process_store().get_file, sources, results_jsonl, out_path)
+
+
+def _part(
+    opened: Callable[[str], pymupdf.Document], pairs: list[tuple[SourcePage, PageResult]]
+) -> bytes:
+    with _layered(opened, pairs) as out:
+        return out.tobytes(garbage=3, deflate=True)
+
+
+def _append(path: Path, part: bytes) -> None:
+    """The part's pages added to the PDF at ``path`` by an incremental save (appended to the
+    file): the whole document is never in memory, and each part costs the same."""
+    if not path.exists():
+        path.write_bytes(part)
+        return
+    with pymupdf.open(path) as whole, pymupdf.open(stream=part, filetype="pdf") as pages:
+        whole.insert_pdf(pages)
+        whole.saveIncr()
+
+
+@contextmanager
+def _layered(
+    opened: Callable[[str], pymupdf.Document], pairs: Iterable[tuple[SourcePage, PageResult]]
+) -> Iterator[pymupdf.Document]:
+    """The output document: each source page placed, its result's text laid over it."""
+    font = pymupdf.Font(TEXT_FONT)
+    out = pymupdf.open()
+    try:
+        for source, result in pairs:
+            page = _place_scan(out, opened(source.key), source.index, result.rotation)
             if result.status == "succeeded" and result.width and result.height:
                 for block in result.blocks:
                     _write_block(page, font, block, (result.width, result.height))
         out.subset_fonts()  # embed only the glyphs used, not the whole 4 MB font
-        return out.tobytes(garbage=3, deflate=True)
+        yield out
     finally:
-        for document in inputs.values():
-            document.close()
         out.close()
         release_mupdf_store()
-
-
-def build_in_render_process(sources: list[SourcePage], results: list[PageResult]) -> bytes:
-    """``build_searchable_pdf`` in a ProcessRasterizer's process (``ProcessRasterizer.call``):
-    PyMuPDF holds the GIL throughout, ~15 ms a page, which in a GPU worker's process stalls
-    the decode loop and every task thread (bench/service/gil_bench.py)."""
-    return build_searchable_pdf(process_store().get, sources, results)
 
 
 def _open_input(key: str, data: bytes) -> pymupdf.Document:

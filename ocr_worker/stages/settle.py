@@ -10,7 +10,7 @@ import structlog
 
 from ocr_worker.imaging import ProcessRasterizer
 from ocr_worker.outputs import document, progress
-from ocr_worker.outputs.searchable_pdf import build_in_render_process
+from ocr_worker.outputs.searchable_pdf import write_in_render_process
 from ocr_worker.stages.advance import Ending
 from ocr_worker.stages.parts import StageParts
 from uocr_core import job_lifecycle, object_keys
@@ -65,13 +65,13 @@ def _assemble(job_id: str, ending: Ending, parts: StageParts) -> None:
             parts.store,
             job,
             status=job_lifecycle.settled_status(job, canceled=ending is Ending.CANCELED),
-            build_pdf=pdf_builder(parts.render_pool),
+            write_pdf=pdf_writer(parts.render_pool),
         )
 
 
-def pdf_builder(render_pool: ProcessRasterizer | None) -> document.PdfBuilder | None:
+def pdf_writer(render_pool: ProcessRasterizer | None) -> document.PdfWriter | None:
     """The searchable PDF built in a render process when there are some (PyMuPDF holds the
     GIL for the whole build), else here."""
     if render_pool is None:
         return None
-    return functools.partial(render_pool.call, build_in_render_process)
+    return functools.partial(render_pool.call, write_in_render_process)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from structlog.testing import capture_logs
 
 from ocr_worker.engines.base import PageGroupInput
-from ocr_worker.outputs.document import load_page_results
+from ocr_worker.outputs.readback import load_page_results
 from ocr_worker.pipeline import PageGroupPipeline
 from ocr_worker.stages.lease import LeaseKeeper
 from ocr_worker.upkeep.recovery import recover_stale_groups

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ocr_worker.outputs import document, pages
+from ocr_worker.outputs import pages, readback
 from uocr_core import object_keys
 from uocr_core.contracts import PageResult
 from uocr_core.storage import LocalObjectStore
@@ -29,7 +29,7 @@ def test_every_page_is_written_to_its_own_key_and_read_back_in_order(tmp_path: P
     ]
     rows[6] = SimpleNamespace(page_no=7, result_key=None, status="failed", error="unreadable")
     rows[12] = SimpleNamespace(page_no=13, result_key=None, status="canceled", error=None)
-    loaded = document.load_page_results(store, SimpleNamespace(pages=rows))  # type: ignore[arg-type]
+    loaded = readback.load_page_results(store, SimpleNamespace(pages=rows))  # type: ignore[arg-type]
     assert [r.page for r in loaded] == list(range(1, 21))
     assert [r.text for r in loaded if r.status == "succeeded"] == [
         f"text of page {p}" for p in range(1, 21) if p not in (7, 13)

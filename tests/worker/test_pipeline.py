@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from ocr_worker.engines.base import PageGroupInput
-from ocr_worker.outputs.document import load_page_results
+from ocr_worker.outputs.readback import load_page_results
 from ocr_worker.upkeep.recovery import recover_stale_groups
 from tests.worker.conftest import ScriptedEngine
 from uocr_core import audit, object_keys
@@ -66,7 +66,7 @@ def test_the_searchable_pdf_is_built_in_the_render_processes(  # type: ignore[no
     def not_here(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the searchable PDF was built in the worker's process")
 
-    monkeypatch.setattr(document, "build_searchable_pdf", not_here)
+    monkeypatch.setattr(document, "write_searchable_pdf", not_here)
     job_id = harness.submit(4)
     harness.drain(ScriptedEngine())
     assert harness.job(job_id).status == "succeeded"

@@ -13,7 +13,7 @@ import pytest
 from ocr_worker.engines.base import PageGroupInput, PageImage
 from ocr_worker.engines.factory import make_engine
 from ocr_worker.engines.simulated import SimulatedEngine
-from ocr_worker.outputs.document import load_page_results
+from ocr_worker.outputs.readback import load_page_results
 from uocr_core.settings import SettingsError, SimulatedEngineSettings, load_settings
 
 
