@@ -1,20 +1,21 @@
-"""Deleting what retention no longer keeps: a finished job's document and results, after
-``result_retention_days``. The job's record stays and says when, so a late client gets 410 with
-the reason instead of a puzzling 404. A job its client deleted is not retention's: DELETE removed
-its objects, and the orphan sweep (``orphans.py``) takes what a worker wrote after."""
+"""Deleting what retention no longer keeps: a finished job's document and results, and its
+page and group rows, after ``result_retention_days``. The job's record stays and says when, so
+a late client gets 410 with the reason instead of a puzzling 404. A job its client deleted is
+not retention's: DELETE removed its objects, and the orphan sweep (``orphans.py``) takes what a
+worker wrote after."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from uocr_core import object_keys
 from uocr_core.db import transaction, utcnow
 from uocr_core.job_lifecycle import TERMINAL
-from uocr_core.models import Job
+from uocr_core.models import Job, Page, PageGroup
 from uocr_core.storage import ObjectStore
 
 log = structlog.get_logger(__name__)
@@ -61,4 +62,9 @@ def _purge_batch(
             store.delete(store.keys_under(object_keys.job_prefix(job.id)))
             job.results_deleted_at = utcnow()
             log.info("job.results_deleted", job_id=job.id, finished_at=str(job.finished_at))
-        return [job.id for job in expired]
+        ids = [job.id for job in expired]
+        # The per-page detail goes with the results: the job's row keeps its counters, and the
+        # page and group rows (most of the database: a row a page) do not pile up for ever.
+        session.execute(delete(Page).where(Page.job_id.in_(ids)))
+        session.execute(delete(PageGroup).where(PageGroup.job_id.in_(ids)))
+        return ids

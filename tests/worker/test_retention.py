@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sqlalchemy import func, select
+
 from ocr_worker.upkeep.retention import purge_expired_results
 from tests.worker.conftest import ScriptedEngine
 from uocr_core import object_keys
 from uocr_core.db import transaction, utcnow
-from uocr_core.models import Job
+from uocr_core.models import Job, Page, PageGroup
 
 
 def _finish_days_ago(harness, job_id: str, days: float) -> None:  # type: ignore[no-untyped-def]
@@ -37,6 +39,12 @@ def test_expired_jobs_lose_their_objects_and_keep_their_record(harness) -> None:
     assert store.keys_under(object_keys.job_prefix(unfinished))  # its input stays
     job = harness.job(old)
     assert job.status == "succeeded" and job.results_deleted_at is not None
+    assert (job.page_count, job.pages_done) == (2, 2)  # the record keeps its counters
+    with harness.sessions() as session:  # but not a row a page: the database stops growing
+        for table in (Page, PageGroup):
+            left = select(func.count()).select_from(table).where(table.job_id.in_([old, recent]))
+            kept = session.scalar(left.where(table.job_id == recent))
+            assert session.scalar(left) == kept and kept
     assert purge_expired_results(harness.sessions, store, retention_days=30) == []  # done once
 
 
