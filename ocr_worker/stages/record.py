@@ -1,15 +1,16 @@
-"""Recording a decoded group, if it is still ours: its page rows marked with their results and
-the group done, and each page's result written to its fixed key before that commits.
+"""Recording a decoded group, if it is still ours: each page's result written to its fixed key,
+then, under the job's and the group's row locks, the page rows marked with their results and
+the group done. The job's counters and its progress follow when the document advances.
 
-Recorded under the job's and the group's row locks: the lease is checked, the rows marked and
-the objects written in one transaction, so a group whose lease lapsed and that another worker
-claimed since never overwrites its new owner's pages, and a write that fails marks nothing.
-The job's counters and its progress follow when the document advances."""
+The objects are written before the locks are taken: a document's groups recorded at once by
+several workers would otherwise queue on the job's row for every group's store calls (most of
+the database's time at scale: docs/scaling.md). Checked before the writes too: a group that
+overran its lease and was read elsewhere meanwhile must not overwrite its new owner's pages."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_worker.outputs import pages
 from ocr_worker.stages.claim import ClaimedGroup
@@ -28,21 +29,29 @@ def record_group(
     """Whether the group was recorded: not if its lease lapsed (a database outage longer than
     the lease) and another worker claimed it since. A lapsed lease whose group nobody claimed
     yet is still recorded: the work is done."""
+    if not _still_ours(parts.sessions, claimed):
+        return False
+    keys = pages.write_pages(parts.store, job_id, results)
     with transaction(parts.sessions) as session:
         job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
         group = session.get(PageGroup, claimed.group_id, with_for_update=True)
         assert group is not None and job is not None
         if group.status != "pending" and group.lease_owner != claimed.lease_token:
-            return False
+            return False  # taken over between the check and the lock (as in _still_ours)
         now = utcnow()
         group.finished_at, group.lease_owner = now, None
         if job.deleted_at is not None:  # deleted while it ran: keep nothing of it
+            parts.store.delete(list(keys.values()))
             group.status = "canceled"
             return True  # settled: advancing finishes the job, writing nothing
         group.status = "done"
-        rows = _output_pages(session, group)
-        keys = pages.write_pages(parts.store, job_id, results)
         by_page = {r.page: r for r in results}
+        first = group.first_position + group.overlap  # the group's output pages, not its context
+        rows = session.scalars(
+            select(Page).where(
+                Page.job_id == job_id, Page.position.between(first, group.last_position)
+            )
+        )
         # Each output page's row says its result: status, error, object key, warnings, who
         # read it and how long it took.
         for page in rows:
@@ -58,13 +67,10 @@ def record_group(
         return True
 
 
-def _output_pages(session: Session, group: PageGroup) -> list[Page]:
-    """The pages a group outputs (its context pages excluded)."""
-    first = group.first_position + group.overlap
-    return list(
-        session.scalars(
-            select(Page)
-            .where(Page.job_id == group.job_id, Page.position.between(first, group.last_position))
-            .order_by(Page.position)
-        )
-    )
+def _still_ours(sessions: sessionmaker[Session], claimed: ClaimedGroup) -> bool:
+    """The claim still holds the lease, or the lease lapsed and nobody claimed the group since."""
+    with sessions() as session:
+        status, owner = session.execute(
+            select(PageGroup.status, PageGroup.lease_owner).where(PageGroup.id == claimed.group_id)
+        ).one()
+    return status == "pending" or owner == claimed.lease_token

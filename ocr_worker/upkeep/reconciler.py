@@ -64,10 +64,14 @@ class Reconciler:
         waiting = self.waiting.task_ids()
         with self.sessions() as session:
             unfinished = session.execute(
-                select(Job.id, Job.model_version).where(Job.status.in_(job_lifecycle.UNFINISHED))
+                select(Job.id, Job.model_version, Job.admitted_at.is_not(None)).where(
+                    Job.status.in_(job_lifecycle.UNFINISHED)
+                )
             ).all()
-        self._report_unknown_versions(Counter(version for _, version in unfinished))
-        job_ids = [job_id for job_id, _ in unfinished]
+        self._report_unknown_versions(Counter(version for _, version, _ in unfinished))
+        # A document still waiting for the feeder has no page group to lose: a backlog of
+        # 10^5 waiting documents would otherwise cost 10^5 transactions a pass.
+        job_ids = [job_id for job_id, _, admitted in unfinished if admitted]
         dispatched: list[str] = []
         for job_id in job_ids:
             dispatched += self._reconcile_job(job_id, waiting)
