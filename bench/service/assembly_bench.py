@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -90,8 +89,17 @@ def assemble(folder: Path) -> dict[str, float]:
         fmt: store.size(object_keys.result_key("bench", fmt))
         for fmt in ("json", "markdown", "text", "jsonl", "hocr", "pdf")
     }
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _peak_resident_mb()
     return {"seconds": seconds, "peak_mb": peak_mb, "output_mb": sum(sizes.values()) / 2**20}
+
+
+def _peak_resident_mb() -> float:
+    """This process's own peak (VmHWM): ru_maxrss would start from the bench's own size, as
+    Linux carries it across fork and exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def main() -> None:

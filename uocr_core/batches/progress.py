@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
 from uocr_core import job_lifecycle, object_keys
@@ -77,12 +77,17 @@ def batch_public(session: Session, batch: Batch, settings: Settings) -> BatchPub
 
 
 def _pages_per_minute(session: Session, batch_id: str) -> float | None:
+    """Pages of the batch finished in the last ten minutes: looked up from the batch's jobs
+    that ran in that window, so the count costs the batch's pages, not every page the whole
+    deployment finished meanwhile (docs/scaling.md)."""
     since = utcnow() - PACE_WINDOW
+    active = select(Job.id).where(
+        Job.batch_id == batch_id,
+        Job.admitted_at.is_not(None),
+        or_(Job.finished_at.is_(None), Job.finished_at >= since),
+    )
     done = session.scalar(
-        select(func.count())
-        .select_from(Page)
-        .join(Job, Job.id == Page.job_id)
-        .where(Job.batch_id == batch_id, Page.finished_at >= since)
+        select(func.count()).where(Page.job_id.in_(active), Page.finished_at >= since)
     )
     return round(done / (PACE_WINDOW.total_seconds() / 60), 2) if done else None
 
