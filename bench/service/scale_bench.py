@@ -3,9 +3,9 @@ the workers' bookkeeping cost a page, on a database that already holds N page ro
 jobs, for each N given, side by side; and which statements grow with N, with their plans.
 
 For each size: a fresh database on the bench's own Postgres (started with pg_stat_statements and
-auto_explain), filled by COPY (scale_fill.py), then a batch of 20-page documents (uocr_client's
-archive submit) beside a few interactive jobs of a second tenant, on a real API, a simulated-
-engine OCR worker (one prefork child a card) and a control worker with beat. CPU from each
+auto_explain), filled by COPY (tests/scale_fill.py), then a batch of 20-page documents
+(uocr_client's archive submit) beside a few interactive jobs of a second tenant, on a real API,
+a simulated-engine OCR worker (one prefork child a card) and a control worker with beat. CPU from each
 process tree's own counters (psutil) and Redis's INFO; rows and WAL from pg_stat_database and
 pg_stat_wal; S3 requests from the CI moto server's request log. Plans: after the measured run,
 auto_explain logs every statement's plan while a small batch runs and the hourly sweeps are
@@ -38,9 +38,9 @@ import psycopg
 import redis
 
 from bench import harness
-from bench.service import scale_fill
 from ocr_worker.upkeep.orphans import sweep_orphan_objects
 from ocr_worker.upkeep.retention import purge_expired_results
+from tests import scale_fill
 from tests.conftest import TEST_SETTINGS_ENV, create_database, drop_database
 from tests.e2e.processes import (
     Process,

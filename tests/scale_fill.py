@@ -1,5 +1,6 @@
-"""scale_bench's fill: N page rows of finished jobs, as a deployment that has run for two months
-holds them, written with COPY (psycopg) into a migrated database.
+"""A deployment's history for scale runs (bench/service/scale_bench.py) and the plans test
+(tests/e2e/test_plans_at_scale.py): N page rows of finished jobs, as a deployment that has run
+for two months holds them, written with COPY (psycopg) into a migrated database.
 
 The mix: ~90% of jobs succeeded, ~6% failed, ~4% canceled; 1 to 200 pages a job (~19 on
 average); pages failed or flagged on a few percent; page groups of 8 pages with overlap 1 (the
