@@ -5,11 +5,12 @@ jobs, for each N given, side by side; and which statements grow with N, with the
 For each size: a fresh database on the bench's own Postgres (started with pg_stat_statements and
 auto_explain), filled by COPY (tests/scale_fill.py), then a batch of 20-page documents
 (uocr_client's archive submit) beside a few interactive jobs of a second tenant, on a real API,
-a simulated-engine OCR worker (one prefork child a card) and a control worker with beat. CPU from each
-process tree's own counters (psutil) and Redis's INFO; rows and WAL from pg_stat_database and
-pg_stat_wal; S3 requests from the CI moto server's request log. Plans: after the measured run,
-auto_explain logs every statement's plan while a small batch runs and the hourly sweeps are
-called once. Needs ``bash .ci/services start`` (Redis, S3) and root (initdb as postgres). Run:
+a simulated-engine OCR worker (one prefork child a card) and a control worker with beat. CPU
+from each process tree's own counters (psutil) and Redis's INFO; rows and WAL from
+pg_stat_database and pg_stat_wal; S3 requests from the CI moto server's request log. Plans:
+after the measured run, auto_explain logs every statement's plan while a small batch runs and
+the hourly sweeps are called once.
+Needs ``bash .ci/services start`` (Redis, S3) and root (initdb as postgres). Run:
 
     eval "$(bash .ci/services env)" && .venv/bin/python -m bench.service.scale_bench \\
         --rows 10000 1000000

@@ -115,8 +115,9 @@ def test_no_hot_statement_reads_a_whole_big_table(stack: Stack, service_urls: Se
             cursor = connection.connection.cursor()
             for statement, parameters in statements.items():
                 cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
-                (plan,) = cursor.fetchone()
-                plan = plan if isinstance(plan, list) else json.loads(plan)
+                row = cursor.fetchone()
+                assert row is not None
+                plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
                 for node in _nodes(plan[0]["Plan"]):
                     if node["Node Type"] == "Seq Scan" and node.get("Relation Name") in BIG:
                         scans.append(
