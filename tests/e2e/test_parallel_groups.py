@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -110,11 +111,13 @@ class _ProbingStore(S3ObjectStore):
         self.probe = stack.sessions()
         self.job_lockable_while_assembling: list[bool] = []
 
-    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def put_file(
+        self, key: str, path: Path, content_type: str = "application/octet-stream"
+    ) -> None:
         if key.endswith("/result.pdf"):
             job_id = key.split("/")[1]
             self.job_lockable_while_assembling.append(_job_lockable(self.probe, job_id))
-        super().put(key, data, content_type)
+        super().put_file(key, path, content_type)
 
 
 def test_the_result_is_assembled_without_holding_the_job(
