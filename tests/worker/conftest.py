@@ -60,6 +60,9 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
     settings = load_settings(
         page_group_size=3,
         page_group_overlap=1,
+        # Whatever the stack's environment says (20 for the end-to-end tests): a pipeline test
+        # submits what it reads, up to a 300-page book (test_long_document.py).
+        max_pages_per_request=1000,
         database={"url": url},
         s3={"local_root": tmp_path / "objects"},
         worker={
