@@ -5,7 +5,6 @@ next group once and finish the job once."""
 
 from __future__ import annotations
 
-from collections import Counter
 from enum import Enum
 
 from sqlalchemy import func, select
@@ -70,9 +69,16 @@ def _groups_by_status(session: Session, job_id: str) -> dict[str, int]:
 
 def _recount(session: Session, job: Job) -> None:
     """Counters derived from the page rows, so a redone group never counts a page twice; under
-    the job's lock, so they include every group committed before it."""
-    pages = session.execute(select(Page.status, Page.warnings).where(Page.job_id == job.id)).all()
-    statuses = Counter(status for status, _ in pages)
-    job.pages_done = statuses["succeeded"] + statuses["failed"]
-    job.pages_failed = statuses["failed"]
-    job.pages_flagged = sum(job_lifecycle.is_flagged(*page) for page in pages)
+    the job's lock, so they include every group committed before it. Counted by the database
+    in one aggregate: a 3,000-page book is recounted at each of its 375 groups, and fetching
+    its rows each time made a document's bookkeeping grow with the square of its length."""
+    settled = Page.status.in_((job_lifecycle.SUCCEEDED, job_lifecycle.FAILED))
+    failed = Page.status == job_lifecycle.FAILED
+    # job_lifecycle.is_flagged, in SQL: read, with at least one warning.
+    flagged = (Page.status == job_lifecycle.SUCCEEDED) & (func.json_array_length(Page.warnings) > 0)
+    done, failed_count, flagged_count = session.execute(
+        select(
+            func.count().filter(settled), func.count().filter(failed), func.count().filter(flagged)
+        ).where(Page.job_id == job.id)
+    ).one()
+    job.pages_done, job.pages_failed, job.pages_flagged = done, failed_count, flagged_count
