@@ -68,10 +68,10 @@ export class ApiClient {
     return this.json(`/v1/batches?limit=${limit}`);
   }
 
-  getJob(jobId) {
-    // Every page: the console draws each one's cell (a long document's status is otherwise a
-    // summary; see docs/http-api.md).
-    return this.json(`/v1/jobs/${encodeURIComponent(jobId)}?pages=all`);
+  /** The job with the pages asked: `all`, or a range `A-B` (a long document's status is
+   * otherwise a summary; see docs/http-api.md). */
+  getJob(jobId, pages = "all") {
+    return this.json(`/v1/jobs/${encodeURIComponent(jobId)}?pages=${pages}`);
   }
 
   getPage(jobId, pageNo) {

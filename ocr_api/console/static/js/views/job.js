@@ -7,6 +7,11 @@ import { Poller } from "../poller.js";
 
 const POLL_MS = 1000;
 const TERMINAL = new Set(["succeeded", "failed", "canceled"]);
+// A long document's grid is drawn from every page once, then each poll asks only this many
+// pages from the first one not yet settled (where the groups are running): a 3,000-page book
+// polled every second would otherwise move every page's row each time. Once the job ends,
+// every page is asked once more, so no cell outside the last window stays behind.
+const WINDOW = 300;
 
 export function jobView(ctx, jobId) {
   const title = heading("Job");
@@ -17,13 +22,19 @@ export function jobView(ctx, jobId) {
   const cancel = h("button", { type: "button", id: "cancel-job", class: "danger", hidden: true }, "Cancel job");
   const downloads = h("div", { class: "downloads", id: "downloads" });
   const cells = new Map(); // page number -> <a>
+  const pages = new Map(); // page number -> the page as last listed
+  let asked = "all";
   let finished = false;
 
   const poller = new Poller(
     async () => {
-      const job = await ctx.api.getJob(jobId);
+      const job = await ctx.api.getJob(jobId, asked);
+      for (const page of job.pages) pages.set(page.page, page);
+      const ended = TERMINAL.has(job.status);
+      const lastLook = ended && asked !== "all"; // every page once more before the end
+      asked = ended || job.pages_total <= WINDOW ? "all" : windowFrom(pages);
       show(job);
-      return !TERMINAL.has(job.status);
+      return !ended || lastLook;
     },
     POLL_MS,
     (error) => {
@@ -39,7 +50,7 @@ export function jobView(ctx, jobId) {
     cancel.disabled = job.cancel_requested;
     if (job.cancel_requested && !TERMINAL.has(job.status)) cancel.textContent = "Canceling after the current pages…";
     for (const page of job.pages) updateCell(shownPage(job, page));
-    replace(issues, pageIssues(jobId, job.pages));
+    replace(issues, pageIssues(jobId, [...pages.values()]));
     if (TERMINAL.has(job.status) && !finished) {
       finished = true;
       announce(`The job ${job.status}`);
@@ -94,6 +105,16 @@ export function jobView(ctx, jobId) {
   replace(downloads, h("p", { class: "hint" }, "The results can be downloaded once the job has finished."));
   poller.start();
   return { element, focus: title, stop: () => poller.stop() };
+}
+
+/** The WINDOW pages from the first one still pending or running, as a range to ask for. */
+function windowFrom(pages) {
+  let first = Infinity;
+  for (const page of pages.values()) {
+    if ((page.status === "pending" || page.status === "running") && page.page < first) first = page.page;
+  }
+  if (first === Infinity) first = 1;
+  return `${first}-${first + WINDOW - 1}`;
 }
 
 /** A canceled job's pages that never ran are listed as pending by the API: shown canceled. */
