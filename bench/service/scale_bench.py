@@ -20,25 +20,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
-import shutil
-import statistics
-import subprocess
 import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
-import psycopg
 import redis
 
 from bench import harness
+from bench.service.scale_cluster import (
+    MOTO_LOG,
+    Cluster,
+    cpu_by_kind,
+    db_counters,
+    redis_cpu,
+    s3_requests,
+)
+from bench.service.scale_report import normalise, pct, plan_nodes, report
 from ocr_worker.upkeep.orphans import sweep_orphan_objects
 from ocr_worker.upkeep.retention import purge_expired_results
 from tests import scale_fill
@@ -60,137 +62,6 @@ from uocr_core.db import make_engine, make_session_factory, transaction
 from uocr_core.settings import load_settings
 from uocr_core.storage import S3ObjectStore
 from uocr_core.tenants import create_key
-
-PG_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))[-1]
-MOTO_LOG = harness.ROOT / ".ci-state" / "moto.log"
-SERVER_OPTIONS = [
-    "listen_addresses=127.0.0.1",
-    "fsync=off",
-    "max_connections=200",
-    "shared_buffers=1GB",
-    "shared_preload_libraries=pg_stat_statements,auto_explain",
-    "pg_stat_statements.max=10000",
-    "auto_explain.log_format=json",
-    # auto_explain.log_min_duration stays -1 (off) until plans are captured; not set here, or
-    # this command line would outrank ALTER SYSTEM's setting.
-    "logging_collector=on",
-    "log_destination=jsonlog",
-    "log_directory=log",
-    "log_filename=pg",
-]
-# Set only while plans are captured: every statement's plan with its actual rows.
-EXPLAIN_ALL = {"log_min_duration": "0", "log_analyze": "on", "log_timing": "off"}
-
-
-class Cluster:
-    """The bench's own Postgres, in a temporary folder, on a free port."""
-
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="uocr-scale-pg-"))
-        self.data, self.port = self.dir / "data", free_port()
-        self.admin_url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
-
-    def start(self) -> Cluster:
-        shutil.chown(self.dir, "postgres")
-        _as_postgres(
-            f"{PG_BIN}/initdb -D {self.data} -U postgres --auth=trust -E UTF8 --locale=C.UTF-8"
-        )
-        options = " ".join(f"-c {o}" for o in SERVER_OPTIONS) + f" -p {self.port} -k {self.dir}"
-        _as_postgres(
-            f"{PG_BIN}/pg_ctl -D {self.data} -l {self.dir}/server.log -w start "
-            f"-o {shlex.quote(options)}"
-        )
-        self.sql("CREATE EXTENSION pg_stat_statements")
-        return self
-
-    def stop(self) -> None:
-        _as_postgres(f"{PG_BIN}/pg_ctl -D {self.data} -m fast -w stop")
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def sql(self, query: str, *params: object, db: str = "postgres") -> list[tuple[Any, ...]]:
-        url = f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
-        with psycopg.connect(url, autocommit=True) as conn:
-            cursor = conn.execute(query, params or None)
-            return cursor.fetchall() if cursor.description else []
-
-    def explain_all(self, on: bool) -> None:
-        """auto_explain for every session at once: a reload applies a superuser setting."""
-        for name, value in EXPLAIN_ALL.items():
-            if on:
-                self.sql(f"ALTER SYSTEM SET auto_explain.{name} = '{value}'")
-            else:
-                self.sql(f"ALTER SYSTEM RESET auto_explain.{name}")
-        self.sql("SELECT pg_reload_conf()")
-        time.sleep(1)
-
-    @property
-    def postmaster(self) -> int:
-        return int((self.data / "postmaster.pid").read_text().split()[0])
-
-    def log_end(self) -> int:
-        return (self.data / "log" / "pg.json").stat().st_size  # log_filename is fixed: one file
-
-    def log_since(self, offset: int) -> list[str]:
-        log = (self.data / "log" / "pg.json").read_bytes()
-        return log[offset:].decode(errors="replace").splitlines()
-
-
-def _as_postgres(command: str) -> None:
-    subprocess.run(["su", "postgres", "-c", command], check=True, stdout=subprocess.DEVNULL)
-
-
-# -- counters ------------------------------------------------------------------------------------
-
-
-def cpu_by_kind(roots: dict[str, int], pg_port: int) -> Counter[str]:
-    """CPU seconds of each process tree, reaped children included (a pool child or a backend
-    that exited counts in its parent). The control worker's beat is its child with no Postgres
-    connection (the task child holds one: the feeder's pool)."""
-    seconds: Counter[str] = Counter()
-    for kind, pid in roots.items():
-        try:
-            root = psutil.Process(pid)
-            tree = [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            continue
-        for proc in tree:
-            try:
-                t = proc.cpu_times()
-                label = kind
-                if kind == "ocr worker":  # its main, its prefork children (the cards), renders
-                    depth = 0 if proc.pid == pid else 1 if proc.ppid() == pid else 2
-                    label = ("ocr worker: main", "ocr worker: cards", "ocr worker: render")[depth]
-                if kind == "control worker" and proc.ppid() == pid:
-                    talks = any(c.raddr and c.raddr.port == pg_port for c in proc.net_connections())
-                    label = kind if talks else "beat"
-                seconds[label] += t.user + t.system + t.children_user + t.children_system
-            except psutil.NoSuchProcess:
-                continue
-    return seconds
-
-
-def db_counters(cluster: Cluster, db: str) -> dict[str, float]:
-    row = cluster.sql(
-        "SELECT tup_inserted, tup_updated, tup_deleted, xact_commit, pg_database_size(datname),"
-        " (SELECT wal_bytes FROM pg_stat_wal) FROM pg_stat_database WHERE datname = %s",
-        db,
-    )[0]
-    names = ("inserted", "updated", "deleted", "commits", "db_bytes", "wal_bytes")
-    return dict(zip(names, map(float, row), strict=True))
-
-
-def redis_cpu(client: redis.Redis) -> float:
-    info = client.info("cpu")
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
-
-
-def s3_requests(offset: int, bucket: str) -> Counter[str]:
-    """Requests the moto server logged for ``bucket`` since ``offset``, by method."""
-    text = MOTO_LOG.read_bytes()[offset:].decode(errors="replace")
-    found = re.findall(rf'"(?:\x1b\[[0-9;]*m)?([A-Z]+) /{re.escape(bucket)}[/? ]', text)
-    # Others' requests (a test run beside the bench) share moto's CPU: counted, to say so.
-    others = len(re.findall(r'"(?:\x1b\[[0-9;]*m)?[A-Z]+ /', text)) - len(found)
-    return Counter(found) + Counter({"others'": others})
 
 
 class Poller(threading.Thread):
@@ -216,12 +87,6 @@ class Poller(threading.Thread):
                 self.status_ms.append(status.ms)
             self.redis_peak = max(self.redis_peak, int(self.broker.info("memory")["used_memory"]))
             time.sleep(0.2)
-
-
-def pct(values: list[float], q: int) -> float:
-    if len(values) < 2:
-        return values[0] if values else float("nan")
-    return statistics.quantiles(values, n=100)[q - 1]
 
 
 # -- one size ------------------------------------------------------------------------------------
@@ -459,140 +324,13 @@ def capture_plans(
             continue
         plan = json.loads(message.split("plan:\n", 1)[1])
         key = normalise(plan["Query Text"])
-        nodes = list(_nodes(plan["Plan"]))
+        nodes = list(plan_nodes(plan["Plan"]))
         scans = [n.strip() for n in nodes if n.strip().startswith("Seq Scan on ")]
         big = [n for n in scans if n.split()[3] in scale_fill.BIG_TABLES]
         entry = {"query": plan["Query Text"], "nodes": nodes, "seq_scans": big}
         if key not in plans or entry["seq_scans"]:
             plans[key] = entry
     return {"purge_expired_ms": purge.ms, "sweep_orphans_ms": orphans.ms, "by_query": plans}
-
-
-def _nodes(node: dict[str, Any], depth: int = 0) -> Any:
-    what = node["Node Type"] + (f" on {node['Relation Name']}" if "Relation Name" in node else "")
-    what += f" using {node['Index Name']}" if "Index Name" in node else ""
-    what += f" rows={node.get('Actual Rows', '?')}"
-    what += (
-        f" removed={node['Rows Removed by Filter']}" if node.get("Rows Removed by Filter") else ""
-    )
-    yield "  " * depth + what if depth else what
-    for child in node.get("Plans", []):
-        yield from _nodes(child, depth + 1)
-
-
-def normalise(query: str) -> str:
-    """A statement's shape: parameters and constants as ?, whitespace collapsed."""
-    shape = re.sub(r"\$\d+|'[^']*'|\b\d+\b", "?", query)
-    return re.sub(r"\s+", " ", shape).strip().lower()
-
-
-# -- the report ----------------------------------------------------------------------------------
-
-
-def table(results: list[dict[str, Any]]) -> list[tuple[str, list[float]]]:
-    """(name, a value a size) for each line of the side-by-side table."""
-    kinds = sorted({k for r in results for k in r["cpu_ms_per_page"]})
-    lines = [
-        ("fill seconds", [r["fill_seconds"] for r in results]),
-        ("db size after fill (MB)", [r["fill_db_bytes"] / 2**20 for r in results]),
-        ("pages in the workload", [r["pages"] for r in results]),
-        *(
-            (f"cpu ms/page: {k}", [r["cpu_ms_per_page"].get(k, 0.0) for r in results])
-            for k in kinds
-        ),
-        ("cpu ms/page: all of the above", [sum(r["cpu_ms_per_page"].values()) for r in results]),
-        # Rendering is the OCR host's work (the engine's input), not the control plane's.
-        ("cpu ms/page: all but render", [_without_render(r) for r in results]),
-        ("cpu ms/page: bench client", [r["bench_client_cpu_ms_per_page"] for r in results]),
-        *(
-            (f"db {k}/page", [r["db_per_page"][k] for r in results])
-            for k in ("inserted", "updated", "deleted", "commits", "wal_bytes", "db_bytes")
-        ),
-        ("redis used_memory_peak (MB)", [r["redis_used_memory_peak"] / 2**20 for r in results]),
-        ("redis sampled peak (MB)", [r["redis_sampled_peak"] / 2**20 for r in results]),
-        *(
-            (f"s3 {m} requests/page", [r["s3_requests_per_page"].get(m, 0.0) for r in results])
-            for m in sorted({m for r in results for m in r["s3_requests_per_page"]})
-        ),
-        ("s3 bytes stored/page", [r["s3_bytes_stored_per_page"] for r in results]),
-        ("batch accepted (s)", [r["accept_seconds"] for r in results]),
-        ("submit to done (s)", [r["submit_to_done_seconds"] for r in results]),
-        (
-            "interactive completion p50 (s)",
-            [statistics.median(r["interactive_completion_s"] or [0]) for r in results],
-        ),
-        ("status p50 (ms)", [r["status_ms"]["p50"] for r in results]),
-        ("status p95 (ms)", [r["status_ms"]["p95"] for r in results]),
-        ("list p50 (ms)", [r["list_ms"]["p50"] for r in results]),
-        ("list p95 (ms)", [r["list_ms"]["p95"] for r in results]),
-        ("purge_expired_results once (ms)", [r["plans"]["purge_expired_ms"] for r in results]),
-        ("sweep_orphan_objects once (ms)", [r["plans"]["sweep_orphans_ms"] for r in results]),
-    ]
-    return lines
-
-
-def _without_render(result: dict[str, Any]) -> float:
-    cpu = result["cpu_ms_per_page"]
-    return sum(cpu.values()) - cpu.get("ocr worker: render", 0.0)
-
-
-def _scanned(node: str) -> int:
-    """Rows a plan node read: those it returned and those its filter removed."""
-    return sum(int(n) for n in re.findall(r"(?:rows|removed)=(\d+)", node))
-
-
-def growing(results: list[dict[str, Any]], factor: float, floor_ms: float) -> list[dict[str, Any]]:
-    """Statements whose mean time at the largest size is ``factor`` times the smallest's (and
-    at least ``floor_ms``): their mean at each size, and the largest size's plan."""
-    means = [{normalise(s["query"]): s["mean_ms"] for s in r["statements"]} for r in results]
-    large = results[-1]
-    grown = []
-    for s in large["statements"]:
-        key = normalise(s["query"])
-        first = means[0].get(key)
-        if first and s["mean_ms"] >= floor_ms and s["mean_ms"] >= factor * first:
-            plan = large["plans"]["by_query"].get(key, {})
-            each = [m.get(key, float("nan")) for m in means]
-            grown.append(
-                {
-                    "query": s["query"],
-                    "calls": s["calls"],
-                    "mean_ms": each,
-                    "plan": plan.get("nodes"),
-                }
-            )
-    return sorted(grown, key=lambda g: g["mean_ms"][0] - g["mean_ms"][-1])
-
-
-def report(results: list[dict[str, Any]]) -> dict[str, Any]:
-    print(f"{'rows of finished pages':<36}" + "".join(f"{r['rows']:>14,}" for r in results))
-    for name, values in table(results):
-        print(f"{name:<36}" + "".join(f"{v:>14.3f}" for v in values))
-    grown = growing(results, factor=1.5, floor_ms=0.1)
-    print(
-        f"\nstatements whose mean grew >= 1.5x ({results[0]['rows']:,} -> "
-        f"{results[-1]['rows']:,} rows):"
-    )
-    for g in grown:
-        means = " -> ".join(f"{m:.3f}" for m in g["mean_ms"])
-        print(f"  {means} ms x{g['calls']}: {g['query'][:300]}")
-        for node in g["plan"] or ["(no plan captured)"]:
-            print(f"      {node}")
-    plans = results[-1]["plans"]["by_query"].items()
-    scans = {k: p for k, p in plans if any(_scanned(n) >= 1000 for n in p["seq_scans"])}
-    print(f"\nplans with a Seq Scan reading >= 1,000 rows at {results[-1]['rows']:,} rows:")
-    for plan in scans.values():
-        print(f"  {plan['query'][:300]}")
-        for node in plan["nodes"]:
-            print(f"      {node}")
-    print(f"\nslowest statements by mean at {results[-1]['rows']:,} rows:")
-    for s in sorted(results[-1]["statements"], key=lambda s: -s["mean_ms"])[:12]:
-        print(f"  {s['mean_ms']:8.3f} ms x{s['calls']:<6} {s['query'][:200]}")
-    return {
-        "table": {name: values for name, values in table(results)},
-        "growing": grown,
-        "seq_scans": list(scans.values()),
-    }
 
 
 def main() -> None:
