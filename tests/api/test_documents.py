@@ -32,6 +32,22 @@ def test_a_truncated_pdf_names_the_problem() -> None:
         inspect_file("report.pdf", doc.tobytes()[:300])
 
 
+def _scan(fmt: str) -> bytes:
+    """A scan-sized photo of noise: every part of it is data a reader needs."""
+    buffer = io.BytesIO()
+    Image.effect_noise((600, 800), 60).convert("RGB").save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "TIFF"])
+def test_a_truncated_image_of_any_type_is_refused_at_upload(fmt: str) -> None:
+    whole = _scan(fmt)
+    assert inspect_file(f"scan.{fmt.lower()}", whole).page_count == 1
+    for cut in (len(whole) // 2, len(whole) - 16):  # half of it; only its last bytes
+        with pytest.raises(InvalidDocument, match=f"scan.{fmt.lower()}"):
+            inspect_file(f"scan.{fmt.lower()}", whole[:cut])
+
+
 def test_unsupported_and_empty_files_are_refused() -> None:
     with pytest.raises(UnsupportedMediaType, match="PDF, PNG, JPEG or TIFF"):
         inspect_file("notes.txt", b"hello")

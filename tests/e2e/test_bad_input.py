@@ -47,6 +47,12 @@ def _zip_with_pdf_header() -> bytes:
     return buffer.getvalue()
 
 
+def _truncated_jpeg() -> bytes:
+    buffer = io.BytesIO()
+    Image.effect_noise((600, 800), 60).convert("RGB").save(buffer, format="JPEG")
+    return buffer.getvalue()[:-4096]
+
+
 def _deep_metadata(depth: int) -> str:
     return '{"a": ' * depth + "1" + "}" * depth
 
@@ -58,6 +64,7 @@ def _large_metadata() -> str:
 CASES = [
     ("corrupt", b"%PDF-1.7\n" + b"\x00garbage" * 50, {}, 422, "not a readable PDF"),
     ("encrypted", _encrypted_pdf(), {}, 422, "encrypted"),
+    ("truncated jpeg", _truncated_jpeg(), {}, 422, "not a readable JPEG"),
     ("empty", b"", {}, 422, "empty"),
     ("unsupported", b"PK\x03\x04 a zip or office file", {}, 415, "unsupported file type"),
     ("too many pages", _pdf(21), {}, 413, "limit is 20 pages"),
