@@ -118,9 +118,10 @@ class PageRasterizer:
                 shape = (pix.height, pix.width, 3)  # (H, W, 3)
                 pixels = np.frombuffer(pix.samples, dtype=np.uint8).reshape(shape).copy()
                 rendered = RenderedPage(pixels, size=None if matrix is full else size)
-                if not doc.is_repaired:
-                    return rendered
-                return _repaired_page(rendered, index)
+                if doc.is_repaired:
+                    return _repaired_page(rendered, index)
+                _check_drawn(pixels, page.rect, full.a, index)
+                return rendered
         finally:
             release_mupdf_store()  # ~0 ms a scanned page, ~4 ms a born-digital one
             log_mupdf_messages(page_index=index)
@@ -145,6 +146,31 @@ def _pixel_size(page: pymupdf.Page, matrix: pymupdf.Matrix) -> tuple[int, int]:
     """(width, height) of the pixmap ``matrix`` draws: MuPDF rounds the transformed page box."""
     box = page.rect.transform(matrix).irect
     return box.width, box.height
+
+
+# Below this, a page drawn within max_render_side shows no legible mark (a 10^6-point page).
+MIN_LEGIBLE_DPI = 18
+
+
+def _check_drawn(pixels: np.ndarray, rect: pymupdf.Rect, zoom: float, index: int) -> None:
+    """A page that draws nothing because it is damaged (MuPDF complained while drawing it: a
+    broken content stream, a page object that is not one) or absurd (so large that within
+    max_render_side it is drawn at a few dpi) fails with the reason. A page that is truly
+    blank (MuPDF drew it without a word) stays a read, empty page."""
+    if not pixels.size or pixels.min() != pixels.max():
+        return
+    said = pymupdf.TOOLS.mupdf_warnings(reset=False)  # read, left for the log line
+    if said:
+        raise PageRenderError(
+            f"page {index + 1} of the PDF is damaged: it draws nothing "
+            f"(MuPDF: {said.splitlines()[0][:200]})"
+        )
+    if 72 * zoom < MIN_LEGIBLE_DPI:
+        raise PageRenderError(
+            f"page {index + 1} of the PDF is unrenderable: {rect.width:,.0f} x "
+            f"{rect.height:,.0f} points, drawn at {72 * zoom:.1f} dpi within max_render_side "
+            "it shows nothing"
+        )
 
 
 def _repaired_page(rendered: RenderedPage, index: int) -> RenderedPage:

@@ -35,6 +35,23 @@ def test_a_truncated_pdf_is_repaired_with_a_warning_and_its_lost_pages_fail(
     assert all(p["status"] == "failed" or p["warnings"] for p in job["pages"])
 
 
+def test_a_page_that_cannot_be_drawn_fails_and_a_blank_one_is_read_empty(
+    service: Service,
+) -> None:
+    doc = pymupdf.open(stream=scanned_pdf(sample_pages(1, lines=3)), filetype="pdf")
+    broken = doc.new_page()
+    broken.insert_text((72, 72), "lost to a broken content stream", fontsize=12)
+    doc.update_stream(broken.get_contents()[0], bytes(range(256)) * 20)
+    doc.new_page()  # truly blank
+    tenant = service.stack.new_tenant()
+    with service.client(tenant) as client:
+        job, _ = wait_for(client, submit(client, doc.tobytes(), "mixed.pdf").json()["id"])
+    pages = job["pages"]
+    assert [p["status"] for p in pages] == ["succeeded", "failed", "succeeded"], pages
+    assert "page 2 of the PDF is damaged" in pages[1]["error"]
+    assert pages[2]["warnings"] == ["empty_page"]
+
+
 def test_a_huge_page_is_rendered_within_max_render_side(service: Service) -> None:
     doc = pymupdf.open()
     doc.new_page(width=14400, height=14400).insert_text((200, 400), "HUGE PAGE", fontsize=300)

@@ -48,6 +48,50 @@ def test_a_truncated_pdf_renders_flagged_and_its_lost_pages_fail(tmp_path) -> No
     assert rasterizer.render_page("whole.pdf", 3).warnings == ()
 
 
+def _one_page(change: str = "") -> bytes:
+    """A page of text, then damaged one way (``change``), or a blank page."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    if change != "blank":
+        page.insert_text((72, 72), "Minutes of the meeting " * 3, fontsize=12)
+    if change == "binary contents":
+        doc.update_stream(page.get_contents()[0], bytes(range(256)) * 20)
+    if change == "contents not a stream":
+        doc.xref_set_key(page.xref, "Contents", "42")
+    if change == "a million points wide":
+        doc.xref_set_key(page.xref, "MediaBox", "[0 0 1000000 1000000]")
+    return doc.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ("binary contents", "damaged"),
+        ("contents not a stream", "damaged"),
+        ("a million points wide", "unrenderable"),
+    ],
+)
+def test_a_page_that_draws_nothing_because_it_is_damaged_fails_with_the_reason(
+    tmp_path: Path, change: str, reason: str
+) -> None:
+    store = LocalObjectStore(tmp_path)
+    store.put("page.pdf", _one_page(change))
+    with pytest.raises(PageRenderError, match=f"page 1 of the PDF is {reason}"):
+        PageRasterizer(store, dpi=100, max_side=4000).render_page("page.pdf", 0)
+
+
+def test_a_blank_page_and_a_page_drawn_in_part_still_render(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path)
+    store.put("blank.pdf", _one_page("blank"))
+    doc = pymupdf.open(stream=_one_page(), filetype="pdf")
+    doc.update_stream(doc[0].get_contents()[0], b"BT /F1 12 Tf 72 720 Td (abc) Tj ]]] >> ET")
+    store.put("part.pdf", doc.tobytes())
+    rasterizer = PageRasterizer(store, dpi=100, max_side=4000)
+    blank = rasterizer.render_page("blank.pdf", 0)
+    assert (blank.warnings, int(blank.pixels.min())) == ((), 255)  # read as an empty page
+    assert int(rasterizer.render_page("part.pdf", 0).pixels.min()) < 255
+
+
 def test_a_pdf_page_is_drawn_no_larger_than_the_engine_reads(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A4 at 200 dpi is 1654 x 2339; the GPU engine reads 1024 on the long side. The smaller
     drawing is the same page, and it carries the full drawing's size for the results."""
