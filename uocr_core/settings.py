@@ -87,7 +87,7 @@ class UploadScanSettings(_Section):
 
 
 class UnlimitedOcrSettings(_Section):
-    """The GPU engine's decoding knobs; a v2 checkpoint's config.json ``sr_swa`` overrides."""
+    """The GPU engine's decoding knobs (Unlimited-OCR v1 only: docs/model.md, "Which model")."""
 
     block_size: int = Field(32, ge=1)
     # 9 pages x 3000 + their 2,463 prefix tokens stay inside the model's 32,768 positions.

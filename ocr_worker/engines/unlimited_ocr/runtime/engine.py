@@ -101,7 +101,7 @@ class UnlimitedOcrEngine(OcrEngine):
             bytes_per_token=bytes_per_token,
             block_size=self.options.block_size,
         )
-        selector = _selector(self.options, model, workspace.block_size)
+        selector = _selector(self.options, workspace.block_size)
         runner = ModelRunner(
             model,
             num_blocks=workspace.num_blocks,
@@ -337,17 +337,15 @@ class UnlimitedOcrEngine(OcrEngine):
         return page_results(group, text, guard, engine=self.name)
 
 
-def _selector(options: UnlimitedOcrSettings, model, block_size: int) -> BlockSelector | None:  # type: ignore[no-untyped-def]
-    overrides = getattr(model.config, "sr_swa", None) or {}
-    if not overrides.get("enabled", options.sr_swa):
+def _selector(options: UnlimitedOcrSettings, block_size: int) -> BlockSelector | None:
+    """SR-SWA's block selector when the setting asks for it: an opt-in, training-free
+    approximation on v1 weights, for speed (v1 was trained with R-SWA, the default)."""
+    if not options.sr_swa:
         return None
-    return BlockSelector(
-        SrSwaSettings(
-            max_blocks=overrides.get("max_blocks", options.sr_swa_max_blocks),
-            page_gate=overrides.get("page_gate", options.sr_swa_page_gate),
-        ),
-        block_size=block_size,
+    settings = SrSwaSettings(
+        max_blocks=options.sr_swa_max_blocks, page_gate=options.sr_swa_page_gate
     )
+    return BlockSelector(settings, block_size=block_size)
 
 
 def _dtype(name: str, device: torch.device) -> torch.dtype:
