@@ -141,7 +141,11 @@ async def _from_json(
     try:
         body = JobCreateFromObject.model_validate_json(await request.body())
     except ValidationError as error:
-        raise InvalidRequest(f"invalid JSON body: {error.errors()[0]['msg']}") from None
+        first = error.errors()[0]
+        loc = ("body", *first["loc"])
+        field = ".".join(map(str, first["loc"]))
+        message = f"invalid JSON body: {field + ': ' if field else ''}{first['msg']}"
+        raise InvalidRequest(message, loc=loc) from None
     check_name(body.object_key, what="object key")
     metadata = check_metadata(
         body.metadata,

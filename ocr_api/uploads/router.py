@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends
 
 from ocr_api.deps import StateDep, TenantDep, current_tenant
 from ocr_api.web import negotiation
-from ocr_api.web.openapi import COMMON_PROBLEMS
+from ocr_api.web.openapi import COMMON_PROBLEMS, problems
 from uocr_core import object_keys
 from uocr_core.errors import PayloadTooLarge
 from uocr_core.jobs.input_limits import check_name
@@ -26,7 +26,7 @@ router = APIRouter(
 )
 
 
-@router.post("", response_model=UploadTarget, status_code=201)
+@router.post("", response_model=UploadTarget, status_code=201, responses=problems(413))
 def create_upload(body: UploadCreate, state: StateDep, tenant: TenantDep) -> UploadTarget:
     """A URL to PUT one document to; the object is the tenant's, under its inbox."""
     limit = state.settings.max_upload_bytes

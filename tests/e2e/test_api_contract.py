@@ -74,6 +74,23 @@ def test_validation_problems_list_each_field(service: Service) -> None:
         assert "staus" in str(typo["detail"]) and "status" in str(typo["detail"])
 
 
+def test_a_body_field_the_api_does_not_know_is_refused_naming_it(service: Service) -> None:
+    with service.client(service.stack.new_tenant()) as client:
+        for path, body, unknown in [
+            ("/v1/uploads", {"filename": "a.pdf", "webhook": "https://x.example/h"}, "webhook"),
+            ("/v1/batches", {"open": True, "prioirty": "interactive"}, "prioirty"),
+            ("/v1/batches", {"documents": [{"object_key": "k", "page": "1"}]}, "page"),
+            ("/v1/jobs", {"object_key": "k", "webhook": "https://x.example/h"}, "webhook"),
+        ]:
+            problem = _is_problem(client.post(path, json=body), 422)
+            assert unknown in [e["loc"][-1] for e in problem["errors"]], problem  # type: ignore[index]
+        spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    for name in ("UploadCreate", "BatchCreate", "BatchDocument", "BatchDocumentsAdd"):
+        assert schemas[name]["additionalProperties"] is False, name  # as the API behaves
+    assert "413" in spec["paths"]["/v1/uploads"]["post"]["responses"]
+
+
 def test_the_request_id_is_echoed_and_logged(service: Service) -> None:
     request_id = f"ticket-{uuid.uuid4().hex[:12]}"
     with service.client(service.stack.new_tenant()) as client:

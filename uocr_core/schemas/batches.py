@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from uocr_core.schemas.request_body import RequestBody
+
 BatchStatus = Literal["open", "running", "succeeded", "failed", "canceled"]
 
 
-class BatchDocument(BaseModel):
+class BatchDocument(RequestBody):
     """One document of the batch: an object in the tenant's inbox."""
 
     object_key: str = Field(max_length=1000)
@@ -19,7 +21,7 @@ class BatchDocument(BaseModel):
     source_name: str | None = Field(None, max_length=500, description="default: the key's name")
 
 
-class BatchCreate(BaseModel):
+class BatchCreate(RequestBody):
     """Documents by key and/or every document under an inbox prefix; with neither, or with
     ``open``, the batch stays open: add documents with POST .../documents, then close it."""
 
@@ -36,7 +38,7 @@ class BatchCreate(BaseModel):
     webhook_url: str | None = Field(None, description="one signed event when all have settled")
 
 
-class BatchDocumentsAdd(BaseModel):
+class BatchDocumentsAdd(RequestBody):
     documents: list[BatchDocument] = Field(min_length=1, max_length=10_000)
 
 

@@ -8,12 +8,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from uocr_core.contracts import PageResult
+from uocr_core.schemas.request_body import RequestBody
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
 PageStatus = Literal["pending", "running", "succeeded", "failed", "canceled"]
 
 
-class JobCreateFromObject(BaseModel):
+class JobCreateFromObject(RequestBody):
     """Submit a document already uploaded to the bucket, under ``inbox/<tenant id>/``."""
 
     object_key: str

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from uocr_core.schemas.request_body import RequestBody
 
-class UploadCreate(BaseModel):
+
+class UploadCreate(RequestBody):
     filename: str = Field(
         min_length=1,
         max_length=255,
