@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import json
 
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
 from uocr_core import object_keys
 from uocr_core.job_lifecycle import GROUP_FINISHED
-from uocr_core.models import Job
+from uocr_core.models import Job, Page, PageGroup
 from uocr_core.storage import ObjectStore
 
 
-def write_progress(store: ObjectStore, job: Job) -> None:
+def write_progress(store: ObjectStore, session: Session, job: Job) -> None:
+    """Written as each group settles. Read as columns and counted by the database, not as the
+    job's page and group objects: a 3,000-page book writes it 375 times, and loading every
+    page row as an object each time cost it ~50 ms a group."""
+    groups = dict(
+        session.execute(
+            select(PageGroup.status, func.count())
+            .where(PageGroup.job_id == job.id)
+            .group_by(PageGroup.status)
+        ).all()
+    )
+    pages = session.execute(
+        select(Page.page_no, Page.status).where(Page.job_id == job.id).order_by(Page.position)
+    ).all()
     progress = {
         "job_id": job.id,
         "status": job.status,
@@ -18,8 +34,8 @@ def write_progress(store: ObjectStore, job: Job) -> None:
         "pages_done": job.pages_done,
         "pages_failed": job.pages_failed,
         "pages_flagged": job.pages_flagged,
-        "groups_total": len(job.groups),
-        "groups_done": sum(g.status in GROUP_FINISHED for g in job.groups),
-        "pages": [{"page": p.page_no, "status": p.status} for p in job.pages],
+        "groups_total": sum(groups.values()),
+        "groups_done": sum(groups.get(status, 0) for status in GROUP_FINISHED),
+        "pages": [{"page": page_no, "status": status} for page_no, status in pages],
     }
     store.put(object_keys.progress_key(job.id), json.dumps(progress).encode(), "application/json")

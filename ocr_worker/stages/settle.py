@@ -43,7 +43,7 @@ def settle_job(job_id: str, ending: Ending | None, parts: StageParts) -> None:
             # that dies first leaves its objects to the orphan sweep). No webhook.
             parts.store.delete(parts.store.keys_under(object_keys.job_prefix(job_id)))
         else:
-            progress.write_progress(parts.store, job)
+            progress.write_progress(parts.store, session, job)
             if ending is not None:
                 delivery_id = record_job_finished(session, job, settings=parts.settings)
     if delivery_id:
