@@ -7,6 +7,7 @@ tutorial, lshort-zh-cn): they are kept for an independent check. ``HELD_OUT`` gu
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -172,16 +173,57 @@ def fetch(documents: tuple[SourceDocument, ...]) -> None:
                 shutil.copyfile(unpacked / doc.member, doc.pdf_path)
 
 
+# Each package pinned: its version and the .deb's sha256 (as Debian 12's archive lists them,
+# `apt-cache show PACKAGE`). Another version would move the pages under the same numbers, so a
+# package that is missing or changed fails the fetch, naming it, rather than shift the corpus.
+PINNED = {
+    "r-doc-pdf": (
+        "4.2.2.20221110-2",
+        "beb104ad5818d261f280a868294645ca31d7c63365f2c9a55aa3ca9aad5aa71d",
+    ),
+    "octave-doc": (
+        "7.3.0-2",
+        "b27897cc7e3d688daa5cb8f8d1ea47077f3fbd205ce32e22522200ff0c1eadd5",
+    ),
+    "texlive-lang-cjk": (
+        "2022.20230122-1",
+        "5adfa9d8aa926886bceb643f2fc28618610536b64cecad2af0c15c5f992d7d8a",
+    ),
+}
+
+
+class CorpusChanged(RuntimeError):
+    """A pinned package cannot be had as pinned."""
+
+
 def _download_and_unpack(package: str, tmp: Path) -> Path:
+    version, _ = PINNED[package]
     # As root into a private folder, which apt's sandbox user could not write to.
-    download = ["apt-get", "download", "-qq", "-o", "APT::Sandbox::User=root", package]
+    sandbox = ["-o", "APT::Sandbox::User=root"]
+    download = ["apt-get", "download", "-qq", *sandbox, f"{package}={version}"]
     if subprocess.run(download, cwd=tmp).returncode != 0:
         # A fresh machine's package lists may be missing or stale.
         subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(download, cwd=tmp, check=True)
+        if subprocess.run(download, cwd=tmp).returncode != 0:
+            raise CorpusChanged(
+                f"{package} {version} cannot be downloaded (the archive has moved on?): the "
+                "accuracy corpus is pinned to it; pin the new version in bench/accuracy/"
+                "corpus.py only after checking its pages"
+            )
     (deb,) = tmp.glob(f"{package}_*.deb")
+    verify_pinned(package, deb)
     subprocess.run(["dpkg", "-x", str(deb), str(tmp / "x")], check=True)
     return tmp / "x"
+
+
+def verify_pinned(package: str, deb: Path) -> None:
+    version, expected = PINNED[package]
+    got = hashlib.sha256(deb.read_bytes()).hexdigest()
+    if got != expected:
+        raise CorpusChanged(
+            f"{deb.name}: sha256 {got}, but {package} {version} is pinned at {expected}: the "
+            "package changed under the same version; the corpus is not fetched"
+        )
 
 
 def check_not_held_out(documents: tuple[SourceDocument, ...]) -> None:
