@@ -22,14 +22,21 @@ export GPU_STACK_DIR=${GPU_STACK_DIR:-/tmp/uocr-stack} PYTHONUNBUFFERED=1
 export PYTHONPATH=$GPU_STACK_DIR/site:$PWD
 PARTS=${PARTS:-tests attention mlp kernels tiles runs profile service engine prefill overlap}  # in order
 # PARTS=picks: a card's own tiles and plan, then the goals table with them (~7 minutes)
+# PARTS="tests real": issue 47's pages per card-hour at real output lengths, bare engine then the
+# whole service at 16, 64 and 128 slots (~6 minutes each side; see the real part below)
 part() { echo "== $1 $(date -u +%T)"; }
 wanted() { [[ " $PARTS " == *" $1 "* ]]; }
+CHECKPOINT=${CHECKPOINT:-/tmp/uocr-v1}
+if wanted real && [ ! -f "$CHECKPOINT/config.json" ]; then  # written beside the tests (~1 min)
+  python3 -m bench.engine.full_checkpoint "$CHECKPOINT" >"$OUTDIR/checkpoint.log" 2>&1 &
+  CHECKPOINT_PID=$!
+fi
 
 if wanted tests; then
   part tests
   timeout 300 python3 -m pytest --noconftest -q -rf -m gpu \
     tests/worker/engines/unlimited_ocr/test_gpu.py tests/worker/engines/unlimited_ocr/test_gpu_parity.py \
-    >"$OUTDIR/gpu_tests.log" 2>&1
+    tests/worker/test_gpu_metrics.py >"$OUTDIR/gpu_tests.log" 2>&1
   tail -25 "$OUTDIR/gpu_tests.log"
 fi
 if wanted attention; then
@@ -120,6 +127,35 @@ if wanted prefill; then  # 128 documents again with a prefill's MoE each other w
       >"$OUTDIR/engine_bench_prefill_$moe.log" 2>&1
     tail -4 "$OUTDIR/engine_bench_prefill_$moe.log"
   done
+fi
+if wanted real; then  # issue 47: bench/service/gpu_service_bench.py at real output lengths
+  # Each page its own length (page_lengths.py: 12% short pages, the rest det blocks and tables,
+  # rescaled to a mean of MEAN tokens), documents of 20 to 300 pages, two a group slot; at each
+  # slot count the steady state is timed (the first SLOTS groups finished are the ramp, the next
+  # max(WINDOW, SLOTS) the window), then the groups in flight drain. The bare engine first (it
+  # writes $OUTDIR/bare.done), then the service once $GPU_STACK_DIR/installed exists (Postgres
+  # and Redis may come with a later call), both into one gpu_service_bench_<card>_<date>_real.json.
+  part real
+  [ -n "${CHECKPOINT_PID:-}" ] && wait "$CHECKPOINT_PID" && tail -1 "$OUTDIR/checkpoint.log"
+  REAL=(--checkpoint "$CHECKPOINT" --concurrency ${SLOTS:-16 64 128} --page-tokens-mix real
+    --page-tokens-mean "${MEAN:-700}" --doc-pages 20 300 --window-groups "${WINDOW:-48}"
+    --documents-per-slot 2 --label real --out "$OUTDIR" ${PRICE:+--price-per-hour "$PRICE"})
+  timeout 560 python3 -m bench.service.gpu_service_bench --sides bare "${REAL[@]}" \
+    >"$OUTDIR/real_bare.log" 2>&1
+  tail -16 "$OUTDIR/real_bare.log"
+  touch "$OUTDIR/bare.done"
+  part real-service-waits
+  while [ ! -f "$GPU_STACK_DIR/installed" ]; do sleep 1; done
+  part real-service
+  eval "$(bash bench/gpu_stack.sh env)"  # the stack's settings, as gpu_run.sh runs with
+  # ~8 minutes on an H100 (a worker start ~35 s a slot count, 128 slots ~3 minutes): longer than
+  # one call, so the call that brings Postgres and Redis waits for service.done, then another
+  timeout 840 python3 -m bench.service.gpu_service_bench --sides service --engine-process "${REAL[@]}" \
+    >"$OUTDIR/real_service.log" 2>&1
+  tail -24 "$OUTDIR/real_service.log"
+  cp "$GPU_STACK_DIR"/logs/gpu-worker.log "$OUTDIR/" 2>/dev/null
+  bash bench/gpu_stack.sh stop
+  touch "$OUTDIR/service.done"
 fi
 if wanted overlap; then  # a prefill pass beside the steps, on a second stream
   part overlap

@@ -21,6 +21,8 @@ import torch
 from bench import harness
 from bench.engine import attention_bench, mlp_bench, setup
 from bench.engine.setup import GB, Engine, bench_model, engine_options, kv_bytes, stand_in
+from bench.service import page_lengths
+from bench.service.page_lengths import PageLengths
 from ocr_worker.engines.unlimited_ocr.kernels import tuning
 from ocr_worker.engines.unlimited_ocr.step import fused_step
 from uocr_core.settings import UnlimitedOcrSettings
@@ -76,6 +78,13 @@ def main() -> None:
     parser.add_argument("--compare-torch", action="store_true", help="also the torch-ops step")
     parser.add_argument("--realistic-page-tokens", type=int, default=0)
     parser.add_argument("--realistic-pages", type=int, default=24)
+    parser.add_argument(
+        "--realistic-mix",
+        choices=page_lengths.MIXES,
+        default="fixed",
+        help="fixed: every page --realistic-page-tokens; real: each page its own length, shaped "
+        "like the real model's output, at that mean (bench/service/page_lengths.py)",
+    )
     # A GPU lease is short: some rules may be measured in part (the others in full).
     parser.add_argument("--steps-only", nargs="*", default=[], help="rules: step times only")
     parser.add_argument(
@@ -176,15 +185,13 @@ def main() -> None:
             print(f"{rule}_{tp}p_{docs}", results[key], flush=True)
         if args.realistic_page_tokens and rule != "rswa_torch" and not brief:
             engine.scheduler.max_concurrency = args.concurrency
-            per_group = args.realistic_page_tokens * args.group_size
+            lengths = PageLengths(args.realistic_mix, args.realistic_page_tokens)
             key = f"{rule}_realistic_{args.realistic_pages}p_{args.concurrency}"
-            results[key] = engine.run(args.concurrency, args.realistic_pages, per_group)
+            results[key] = realistic_run(engine, args, lengths)
             print(key, results[key], flush=True)
             # The same with the service's n-gram bans: the guard's host work, the bans applied.
             engine.ngram_size = UnlimitedOcrSettings().ngram_size
-            results[f"{key}_ngram_bans"] = engine.run(
-                args.concurrency, args.realistic_pages, per_group
-            )
+            results[f"{key}_ngram_bans"] = realistic_run(engine, args, lengths)
             engine.ngram_size = 0
             print(f"{key}_ngram_bans", results[f"{key}_ngram_bans"], flush=True)
     if args.skip_baseline:
@@ -192,6 +199,29 @@ def main() -> None:
     else:
         print_table(results, args, positions_ok)
     harness.write(results, args, card)
+
+
+def realistic_run(engine: Engine, args, lengths: PageLengths) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """``--concurrency`` documents of ``--realistic-pages`` pages, each group decoding the sum of
+    its output pages' lengths: ``lengths.draw`` of each page (document i's page p drawn as page
+    i * 100,000 + p), every page the same with the fixed mix."""
+    decode = engine.loop.decode
+
+    def per_page(request):  # type: ignore[no-untyped-def]
+        document = int(request.seq_id.split(":")[0][1:])  # Engine.document's "d<index>:<group>"
+        request.max_new_tokens = sum(
+            lengths.draw(document * 100_000 + s.page_no)
+            for s in request.new
+            if s.kind == "page" and s.page_no is not None
+        )
+        return decode(request)
+
+    engine.loop.decode = per_page  # type: ignore[method-assign]
+    try:
+        result = engine.run(args.concurrency, args.realistic_pages, 0)
+    finally:
+        del engine.loop.decode  # the class's method again
+    return result | {"page_lengths": lengths.summary()}
 
 
 def print_table(r: dict, args, positions_ok: dict) -> None:  # type: ignore[no-untyped-def]
@@ -247,7 +277,8 @@ def print_goals(r: dict, args) -> None:  # type: ignore[no-untyped-def]
     for suffix, bans in (("", ""), ("_ngram_bans", ", n-gram bans")):
         key = f"_realistic_{args.realistic_pages}p_{c}{suffix}"
         cells = [r.get(f"{k}{key}", {}).get("tok_s") for k in rules]
-        label = f"tokens/s, {c} docs, {args.realistic_page_tokens} tokens a page{bans}"
+        mix = " (real mix, mean)" if args.realistic_mix == "real" else ""
+        label = f"tokens/s, {c} docs, {args.realistic_page_tokens} tokens a page{mix}{bans}"
         print(f"{label:<52}" + "".join(f"{v:>17.0f}" if v else f"{'n/a':>17}" for v in cells))
 
 

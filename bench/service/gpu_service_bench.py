@@ -2,19 +2,32 @@
 
 Service: documents submitted to the API of the stack ``bench/gpu_stack.sh`` starts (Postgres,
 Redis, the S3 server, API, control worker, ``uocr worker --gpus all``), rendered by the worker's
-render processes, through the vision tower, decoded in page groups, stored; timed from the first
-submit to the last page stored (the jobs' own ``created_at``/``finished_at``). Bare: the same
+render processes, through the vision tower, decoded in page groups, stored. Bare: the same
 engine class in this process on the same pages rendered beforehand, ``concurrency`` threads each
 running one document's page groups in order, as the worker's threads do. Random weights never
-stop by themselves, so every page decodes exactly ``--page-tokens`` tokens (the page guard closes
-it and forces the next page's marker).
+stop by themselves, so the page guard closes each page at its budget and forces the next page's
+marker: every page ``--page-tokens`` tokens, or with ``--page-tokens-mix real`` each page its own
+length drawn from the shape of the real model's output, at a mean of ``--page-tokens-mean``
+(bench/service/page_lengths.py: the same page, the same length, on both sides).
+
+Two ways to time a run. By default the whole run, from the first submit to the last page stored
+(the jobs' own ``created_at``/``finished_at``). With ``--window-groups W``, the steady state: the
+first ``concurrency`` groups finished are the ramp (graphs captured, every slot's first prefill),
+then the next max(W, concurrency) groups finished are the window timed; then every open page
+closes at once (page_lengths.Drain) and the rest is canceled. That is how documents of 20 to
+300 pages (``--doc-pages 20 300``, built from ``--pool-pages`` distinct scanned pages) can be
+measured at 128 slots in minutes: a 300-page document alone takes its 38 groups one after another.
 
 On the GPU machine, after ``bash bench/gpu_stack.sh install DIR...``:
 
     python -m bench.service.gpu_service_bench --checkpoint /tmp/uocr-v1 --concurrency 16 128 \
         --out $OUT
+    python -m bench.service.gpu_service_bench --checkpoint /tmp/uocr-v1 --concurrency 16 64 128 \
+        --page-tokens-mix real --doc-pages 20 300 --window-groups 48 --documents-per-slot 2 \
+        --engine-process --out $OUT
 
-Prints one table and writes ``gpu_service_bench_<card>_<date>[_<label>].json`` in ``--out``
+Prints one table (pages/s, tokens/s, GPU idle, the vision tower, $ per million pages at
+``--price-per-hour``) and writes ``gpu_service_bench_<card>_<date>[_<label>].json`` in ``--out``
 (each run on the same day adds its sides to the same file); ``--kill`` adds a worker killed mid-way
 through a 100-page document, ``--bare``/``--service`` choose the sides.
 """
@@ -29,8 +42,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,10 +54,15 @@ import httpx
 import psutil
 
 from bench import harness
+from bench.service import page_lengths
+from bench.service.page_lengths import Drain, PageLengths
 
 STACK = Path(os.environ.get("GPU_STACK_DIR", "/tmp/uocr-stack"))
 API = "http://127.0.0.1:8100"
 GROUP_SIZE = 8
+# $ an hour of one card where --price-per-hour names none: olmOCR's H100 figure (the issue's
+# goal), and for an H200 an assumed on-demand price (no peer publishes one for its cost plot).
+PRICES = {"h100": 2.69, "h200": 3.50}
 
 
 # -- documents ---------------------------------------------------------------------------------
@@ -87,6 +107,54 @@ def render_all(documents: list[bytes], dpi: int, long_side: int | None) -> list[
         return list(pool.map(_render, [(pdf, dpi, long_side) for pdf in documents]))
 
 
+# Documents of 20 to 300 pages, built from a pool of distinct scanned pages: each document its
+# own page count and its own order of the pool's pages, the same on every run. A PDF holds each
+# pool image once however many pages show it, so 256 documents of up to 300 pages upload ~1 GB,
+# not ~7, and the bare engine renders the pool's pages once.
+
+
+def page_pool(count: int, seed: int = 1000) -> tuple[bytes, list[bytes]]:
+    """A ``count``-page scan (the factories' scanner, as ``make_documents``) and each of its
+    pages' JPEG, to build the documents from."""
+    import pymupdf
+
+    pool = _document((seed, count))
+    opened = pymupdf.open(stream=pool)
+    pages = [opened[i] for i in range(opened.page_count)]
+    jpegs = [opened.extract_image(page.get_images()[0][0])["image"] for page in pages]
+    return pool, jpegs
+
+
+def document_plans(count: int, low: int, high: int, pool: int, seed: int = 0) -> list[list[int]]:
+    """``count`` documents: each a list of pool indexes, one a page; page counts log-uniform
+    in [low, high] (half the documents under sqrt(low * high), ~77 pages for 20-300)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    plans = []
+    for _ in range(count):
+        pages = int(round(float(np.exp(rng.uniform(np.log(low), np.log(high))))))
+        order = rng.permutation(pool)
+        plans.append([int(order[k % pool]) for k in range(min(max(pages, low), high))])
+    return plans
+
+
+def _build(args: tuple[list[int], list[bytes]]) -> bytes:
+    import pymupdf
+
+    plan, jpegs = args
+    out = pymupdf.open()
+    for index in plan:
+        page = out.new_page(width=595, height=842)  # the factories' scans' size
+        page.insert_image(page.rect, stream=jpegs[index])
+    return out.tobytes(garbage=3, deflate=True)  # each image once, whatever shows it
+
+
+def build_documents(plans: list[list[int]], jpegs: list[bytes]) -> list[bytes]:
+    with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) - 1)) as pool:
+        return list(pool.map(_build, [(plan, jpegs) for plan in plans]))
+
+
 # -- the bare engine ---------------------------------------------------------------------------
 
 
@@ -123,6 +191,84 @@ def bare(engine, settings, rendered: list[list], documents: int, concurrency: in
     return _rates(pages, watch.seconds, before, after=clock.totals())
 
 
+def bare_window(  # type: ignore[no-untyped-def]
+    engine,
+    settings,
+    pages_of: Callable[[int], list],  # type: ignore[type-arg]
+    documents: int,
+    concurrency: int,
+    window: int,
+    drain: Drain,
+) -> dict:  # type: ignore[type-arg]
+    """The steady state of ``concurrency`` threads, each taking the next of ``documents``
+    documents when its own is done: after the first ``concurrency`` groups finished (the ramp),
+    the next max(``window``, ``concurrency``) timed; then the groups in flight drain (every
+    open page closes at once) and no thread takes another group."""
+    from ocr_worker.engines.base import PageGroupInput
+    from ocr_worker.stage_clock import clock
+    from uocr_core.page_groups import PageGroupPlanner
+
+    planner = PageGroupPlanner(size=settings.page_group_size, overlap=settings.page_group_overlap)
+    target = concurrency + max(window, concurrency)
+    lock, stop = threading.Lock(), threading.Event()
+    taken = iter(range(documents))
+    done: list[tuple[float, int, dict]] = []  # type: ignore[type-arg]
+
+    def slot(_: int) -> None:
+        while not stop.is_set():
+            with lock:
+                index = next(taken, None)
+            if index is None:
+                return
+            pages, job = pages_of(index), f"bare-{concurrency}-{index}"
+            groups = planner.plan(len(pages))
+            try:
+                for g in groups:
+                    if stop.is_set():
+                        break
+                    context = pages[g.first_position : g.first_position + g.overlap]
+                    output = [pages[p] for p in g.output_positions]
+                    group = PageGroupInput(job, g.group_index, context, output, g is groups[-1])
+                    results = engine.run_group(group)
+                    assert [r.page for r in results] == [p.page_no for p in output]
+                    with lock:
+                        done.append((time.perf_counter(), len(output), clock.totals()))
+                        if len(done) >= target:
+                            stop.set()
+                            drain.set()
+            finally:
+                engine.end_document(job)
+
+    started = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(slot, range(concurrency)))
+    finally:
+        drain.clear()
+    return _window(done, concurrency, window, started)
+
+
+def _window(done: list[tuple[float, int, dict]], ramp: int, window: int, started: float) -> dict:  # type: ignore[type-arg]
+    """Rates over the groups finished after the first ``ramp``, up to max(window, ramp) of
+    them: (when, pages, the stage totals then) each, in the order they finished."""
+    if len(done) < 2:
+        return {"pages": 0, "error": f"{len(done)} groups finished", "window": {}}
+    end = min(len(done), ramp + max(window, ramp))
+    first = max(1, min(ramp, end - 4))  # a run that ran out of documents: its last groups
+    t0, _, before = done[first - 1]
+    t1, _, after = done[end - 1]
+    result = _rates(sum(p for _, p, _ in done[first:end]), max(t1 - t0, 1e-6), before, after)
+    result["window"] = {
+        "ramp_groups": first,
+        "groups": end - first,
+        "complete": end - first == max(window, ramp),
+        "ramp_seconds": round(t0 - started, 1),
+        "groups_finished_in_run": len(done),
+        "run_seconds": round(done[-1][0] - started, 1),
+    }
+    return result
+
+
 def _rates(pages: int, wall: float, before: dict, after: dict) -> dict:  # type: ignore[type-arg]
     from ocr_worker.stage_clock import COUNTS
 
@@ -133,10 +279,15 @@ def _rates(pages: int, wall: float, before: dict, after: dict) -> dict:  # type:
         "seconds": round(wall, 2),
         "pages_per_s": round(pages / wall, 2),
         "tokens_per_s": round(grown.get("tokens", 0) / wall, 1),
+        "tokens_per_page": round(grown.get("tokens", 0) / pages, 1) if pages else None,
         "stage_ms_per_page": {
             k: round(v * 1000 / pages, 2) for k, v in grown.items() if k not in COUNTS
         },
         "gpu_idle_fraction": round(grown.get("idle", 0.0) / wall, 3),
+        # The tower's calls' wall time (each synced on its stream), a page and of the run's:
+        # the card's time it holds, beside the decode steps on their own stream.
+        "vision_ms_per_page": round(grown.get("vision", 0.0) * 1000 / pages, 2) if pages else None,
+        "vision_share": round(grown.get("vision", 0.0) / wall, 3),
         # How full the decode steps ran, and how long each took, inside this run
         "sequences_per_step": round(grown.get("step_rows", 0) / steps, 1) if steps else None,
         "ms_per_step": round(grown.get("decode", 0) * 1000 / steps, 2) if steps else None,
@@ -369,6 +520,86 @@ def service(  # type: ignore[type-arg]
     return result
 
 
+class LogTail:
+    """The JSON lines a log gains from now on (a line half written waits for its end)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.rest = path, path.stat().st_size if path.exists() else 0, b""
+
+    def lines(self) -> list[dict]:  # type: ignore[type-arg]
+        with self.path.open("rb") as log:
+            log.seek(self.offset)
+            data = log.read()
+        self.offset += len(data)
+        *whole, self.rest = (self.rest + data).split(b"\n")
+        out = []
+        for line in whole:
+            if line.startswith(b"{"):
+                with contextlib.suppress(ValueError):
+                    out.append(json.loads(line))
+        return out
+
+
+def service_window(  # type: ignore[type-arg]
+    client: httpx.Client,
+    documents: list[bytes],
+    concurrency: int,
+    engine_process: bool,
+    window: int,
+    timeout: float = 480,
+    restart: bool = True,
+) -> dict:
+    """The steady state of the service at ``concurrency`` groups, as ``bare_window`` times the
+    bare engine, from the worker's ``page_group.finished`` lines (their stage totals): the
+    first ``concurrency`` groups the ramp, the next max(``window``, ``concurrency``) timed. Then
+    the worker drains (page_lengths.DRAIN_ENV's file) and every job is canceled."""
+    drain = STACK / "run" / "drain"
+    drain.unlink(missing_ok=True)
+    os.environ["UOCR_MAX_CONCURRENCY"] = str(concurrency)
+    if restart:  # with this concurrency (~35 s on an H100); the model loads before it takes work
+        stack("worker")
+    worker = gpu_worker_process()
+    engine = engine_child(worker) if engine_process else None
+    tail = LogTail(STACK / "logs" / "gpu-worker.log")
+    ids: list[str] = []
+    started = time.time()
+    submitter = threading.Thread(target=lambda: ids.extend(submit_all(client, documents)))
+    submitter.start()  # the worker starts on the first documents while the rest upload
+    target = concurrency + max(window, concurrency)
+    done: list[tuple[float, int, dict]] = []  # type: ignore[type-arg]
+    marks: dict[str, tuple[float, dict]] = {}  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while len(done) < target and time.monotonic() < deadline:
+        for e in tail.lines():
+            if e.get("event") == "page_group.finished":
+                done.append((_when(e["timestamp"]).timestamp(), e["pages"], e["stage_totals"]))
+        for name, at in (("start", concurrency), ("end", target)):
+            if len(done) >= at and name not in marks:
+                marks[name] = (time.monotonic(), cpu_snapshot(worker, engine))
+        time.sleep(0.25)
+    drain.touch()  # every open page closes at once: the groups in flight end in a few steps
+    submitter.join()
+    marks.setdefault("start", (time.monotonic(), cpu_snapshot(worker, engine)))
+    marks.setdefault("end", (time.monotonic(), cpu_snapshot(worker, engine)))
+
+    def cancel(job: str) -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            client.post(f"/v1/jobs/{job}/cancel")
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(cancel, ids))
+    try:
+        jobs: dict = dict(Counter(s["status"] for s in wait_all(client, ids, 240)))  # type: ignore[type-arg]
+    except TimeoutError as error:  # measured already: say so, and let the next run restart it
+        jobs = {"not_settled": str(error)}
+    result = _window(done, concurrency, window, started)
+    (t0, cpu0), (t1, cpu1) = marks["start"], marks["end"]
+    result["cpu"] = cpu_use(cpu0, cpu1, max(t1 - t0, 1e-6), max(1, result["pages"]))
+    result["jobs"] = jobs
+    result["documents"] = len(documents)
+    return result
+
+
 def _worker_rss(worker: psutil.Process) -> dict[str, int]:
     """The worker with its children (the render processes and, with engine_process, the model),
     the worker's own process, and its engine child (the child that names itself uocr-engine)."""
@@ -464,7 +695,7 @@ def main() -> None:
         help={
             "out": "the folder the results go in (default: bench/results/)",
             "concurrency": "page groups at once a GPU, a run each",
-            "pages": "pages a document, taken in turn",
+            "pages": "pages a document, taken in turn (without --doc-pages)",
             "documents": "service: documents per run, at least the concurrency (e.g. 64 at 16 "
             "groups: memory after each document past the in-flight set, for a leak)",
             "rounds": "service: run the documents this many times on one worker; the worker's "
@@ -472,7 +703,42 @@ def main() -> None:
         },
     )
     parser.add_argument("--checkpoint", type=Path, required=True)
-    parser.add_argument("--page-tokens", type=int, default=128)
+    parser.add_argument("--page-tokens", type=int, default=128, help="fixed: tokens every page")
+    parser.add_argument(
+        "--page-tokens-mix",
+        choices=page_lengths.MIXES,
+        default="fixed",
+        help="fixed: every page --page-tokens; real: each page its own length, shaped like the "
+        "real model's output (bench/service/page_lengths.py), at a mean of --page-tokens-mean",
+    )
+    parser.add_argument(
+        "--page-tokens-mean",
+        type=int,
+        default=700,
+        help="real: the mean tokens a page (the issue's goals: 700; 0: the shape's own, ~927)",
+    )
+    parser.add_argument("--length-seed", type=int, default=0, help="real: the draws' seed")
+    parser.add_argument(
+        "--doc-pages",
+        type=int,
+        nargs=2,
+        metavar=("LOW", "HIGH"),
+        help="documents of LOW to HIGH pages (log-uniform, seeded), built from --pool-pages "
+        "distinct scanned pages, in place of --pages and --distinct",
+    )
+    parser.add_argument("--pool-pages", type=int, default=16, help="with --doc-pages")
+    parser.add_argument(
+        "--window-groups",
+        type=int,
+        default=0,
+        help="time the steady state: after the first `concurrency` groups finished, the next "
+        "max(this, concurrency); then drain and cancel the rest (0: the whole run, as before)",
+    )
+    parser.add_argument(
+        "--price-per-hour",
+        type=float,
+        help=f"$ a card-hour for $ per million pages (default by card: {PRICES}; others 2.69)",
+    )
     parser.add_argument("--distinct", type=int, default=32, help="distinct scans, used in turn")
     parser.add_argument("--sides", nargs="+", default=["bare", "service"])
     parser.add_argument("--kill", action="store_true")
@@ -507,6 +773,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds: at least 1")
+    windowed = args.window_groups > 0
+    if windowed and (args.kill or args.rounds > 1):
+        parser.error("--window-groups: without --kill and --rounds (whole runs only)")
+    real = args.page_tokens_mix == "real"
+    lengths = PageLengths(
+        args.page_tokens_mix, args.page_tokens_mean if real else args.page_tokens, args.length_seed
+    )
+    # Budgets a page of their own (real), or a drain at the window's end: the service's worker
+    # reads both from here, its sitecustomize (page_lengths.SITECUSTOMIZE), in all its processes.
+    per_page = real or windowed
     if not (args.checkpoint / "config.json").exists():
         from bench.engine.full_checkpoint import write_full_checkpoint
 
@@ -514,7 +790,7 @@ def main() -> None:
     os.environ.update(
         {
             "UOCR_MODEL_PATH": str(args.checkpoint),
-            "UOCR_UNLIMITED_OCR__MAX_TOKENS_PER_PAGE": str(args.page_tokens),
+            "UOCR_UNLIMITED_OCR__MAX_TOKENS_PER_PAGE": str(lengths.most()),
             "UOCR_VISUAL_CACHE_WORKSPACE_GB": str(args.workspace_gb),
             "UOCR_PAGE_GROUP_SIZE": str(GROUP_SIZE),
             # Enough room for every document at once: the bench measures the GPU, not admission.
@@ -534,15 +810,33 @@ def main() -> None:
     from uocr_core.settings import load_settings
 
     most = max(args.concurrency)
-    distinct = make_documents(min(most, args.distinct), args.pages)
     backlog = args.documents_per_slot
     count = max(most * backlog, args.documents)
-    documents = [distinct[i % len(distinct)] for i in range(count)]
+    plans: list[list[int]] = []
+    if args.doc_pages:
+        pool_pdf, jpegs = page_pool(args.pool_pages)
+        low, high = args.doc_pages
+        plans = document_plans(count, low, high, args.pool_pages)
+        distinct = [pool_pdf]
+    else:
+        distinct = make_documents(min(most, args.distinct), args.pages)
     card = harness.card()
+    price = args.price_per_hour or PRICES.get(harness.card_tag(card), 2.69)
     folder = args.out or harness.RESULTS
     out = harness.result_path(folder, card, args.label)
     report: dict = json.loads(out.read_text()) if out.exists() else {}  # type: ignore[type-arg]
-    report.update(page_tokens=args.page_tokens, distinct_documents=len(distinct))
+    report.update(
+        page_tokens=lengths.most() if not real else None,
+        page_lengths=lengths.summary(),
+        distinct_documents=len(distinct) if not plans else None,
+        documents={
+            "count": count,
+            "pages": [len(p) for p in plans] if plans else args.pages,
+            "pool_pages": args.pool_pages if plans else None,
+        },
+        timing=f"window of {args.window_groups}" if windowed else "whole run",
+        price_per_hour=price,
+    )
     report["commands"] = [*report.get("commands", []), shlex.join(sys.argv)]
 
     def save() -> None:
@@ -550,22 +844,62 @@ def main() -> None:
         out.write_text(json.dumps(harness.stamp(report, card), indent=1))
 
     if "bare" in args.sides:
+        from ocr_worker.engines.base import PageImage
         from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
 
         os.environ["UOCR_MAX_CONCURRENCY"] = str(most)  # fewer threads bound the smaller runs
         settings = load_settings()
+        drain = Drain()
+        if per_page:
+            page_lengths.install(UnlimitedOcrEngine, lengths, drain)
         engine = UnlimitedOcrEngine.from_settings(settings)
         long_side = engine.input_long_side(GROUP_SIZE)
         rendered = render_all(distinct, settings.worker.render_dpi, long_side)
+        if plans:  # each page the pool's page it shows, drawn once
+            pool = rendered[0]
+
+            def pages_of(index: int) -> list[PageImage]:
+                return [
+                    PageImage(k + 1, pool[j].pixels, pool[j].size)
+                    for k, j in enumerate(plans[index])
+                ]
+        else:
+
+            def pages_of(index: int) -> list[PageImage]:
+                return rendered[index % len(rendered)]  # type: ignore[no-any-return]
+
         for pages in args.vision_batch_pages or [engine.vision.max_pages]:
             engine.vision.max_pages = pages
             report["bare"] = report[f"bare_vision_batch_{pages}"] = {}
             for c in args.concurrency:
-                report["bare"][str(c)] = bare(engine, settings, rendered, c * backlog, c)
-                report["bare"][str(c)]["documents_per_slot"] = backlog
-                print(f"bare (vision calls of up to {pages} pages)", c, report["bare"][str(c)])
+                if windowed:
+                    try:
+                        result = bare_window(
+                            engine, settings, pages_of, count, c, args.window_groups, drain
+                        )
+                    except Exception as error:  # noqa: BLE001 - the next slot count still runs
+                        result = {"error": repr(error)}
+                else:
+                    result = bare(engine, settings, rendered, c * backlog, c)
+                report["bare"][str(c)] = result | {"documents_per_slot": backlog}
+                print(f"bare (vision calls of up to {pages} pages)", c, result, flush=True)
                 save()
+        if plans:  # the lengths the documents' pages drew (first pages first, as runs take them)
+            first = [pages_of(i) for i in range(min(count, 64))]
+            drawn = [lengths.draw(p.page_no, p.pixels) for pages in first for p in pages]
+            report["page_lengths_drawn"] = lengths.summary(drawn)
+        del engine
     if "service" in args.sides or args.kill:
+        documents = (
+            build_documents(plans, jpegs)
+            if plans
+            else [distinct[i % len(distinct)] for i in range(count)]
+        )
+        if per_page:
+            os.environ[page_lengths.ENV] = lengths.to_env()
+            os.environ[page_lengths.DRAIN_ENV] = str(STACK / "run" / "drain")
+            (STACK / "site").mkdir(parents=True, exist_ok=True)
+            (STACK / "site" / "sitecustomize.py").write_text(page_lengths.SITECUSTOMIZE)
         os.environ["UOCR_MAX_CONCURRENCY"] = str(args.concurrency[0])
         stack("start")
         client = httpx.Client(base_url=API, timeout=120)
@@ -576,19 +910,85 @@ def main() -> None:
             print("kill", report["kill"], flush=True)
             save()
         if "service" in args.sides:
-            report[side] = {}
+            # beside the slot counts an earlier run of the day measured (a rerun replaces its own)
+            report[side] = report.get(side, {}) if windowed else {}
             for c in args.concurrency:
                 docs = documents[: max(c * backlog, args.documents)]
-                report[side][str(c)] = service(
-                    client, docs, c, args.engine_process, args.rounds - 1
-                )
-                report[side][str(c)]["documents_per_slot"] = backlog
-                brief = {k: v for k, v in report[side][str(c)].items() if k != "memory"}
+                if windowed:
+                    try:
+                        result = service_window(
+                            client,
+                            docs,
+                            c,
+                            args.engine_process,
+                            args.window_groups,
+                            restart=c != args.concurrency[0],  # started at the first already
+                        )
+                    except Exception as error:  # noqa: BLE001 - the next slot count still runs
+                        result = {"error": repr(error)}
+                else:
+                    result = service(client, docs, c, args.engine_process, args.rounds - 1)
+                report[side][str(c)] = result | {"documents_per_slot": backlog}
+                brief = {k: v for k, v in result.items() if k != "memory"}
                 print(side, c, brief, flush=True)
                 save()
     save()
     print(f"results: {out}")
-    print_table(report)
+    if not windowed:
+        print_table(report)
+    print_costs(report, card)
+
+
+def dollars_per_million_pages(price_per_hour: float, pages_per_s: float) -> float:
+    return price_per_hour / (pages_per_s * 3600) * 1e6
+
+
+def print_costs(report: dict, card: str) -> None:  # type: ignore[type-arg]
+    """Bare and service side by side at each slot count, with $ per million pages."""
+    price = report.get("price_per_hour") or PRICES.get(harness.card_tag(card), 2.69)
+    law = report.get("page_lengths", {})
+    drawn = report.get("page_lengths_drawn", {})
+    what = (
+        f"{law.get('mix')} lengths, mean {law.get('tokens')} tokens a page"
+        f" (p10/p50/p90 {law.get('p10_p50_p90')}, short pages {law.get('short_share')}"
+        + (f"; the documents' first pages drew mean {drawn['mean']}" if drawn else "")
+        + ")"
+        if law.get("mix") == "real"
+        else f"{law.get('tokens')} tokens every page"
+    )
+    print(
+        f"\n{card}: {what}; groups of {GROUP_SIZE}; {report.get('timing')}; "
+        f"${price:.2f} a card-hour (defaults: H100 {PRICES['h100']}, H200 {PRICES['h200']})"
+    )
+    print(
+        "| slots | side | pages/s | tokens/s | tokens/page | GPU idle | vision ms/page | "
+        "vision share | $/M pages | service/bare |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    bare = report.get("bare", {})
+    services = sorted(k for k in report if k.startswith("service") and isinstance(report[k], dict))
+    for c in sorted({*bare, *(c for k in services for c in report[k])}, key=int):
+        rows = [("bare", bare.get(c))] + [(k, report[k].get(c)) for k in services]
+        for name, r in rows:
+            if not r or not r.get("pages"):
+                continue
+            b = bare.get(c) or {}
+            ratio = (
+                f"{r['pages_per_s'] / b['pages_per_s']:.2f}"
+                if name != "bare" and b.get("pages_per_s")
+                else ""
+            )
+            dollars = dollars_per_million_pages(price, r["pages_per_s"])
+            print(
+                f"| {c} | {name} | {r['pages_per_s']:.2f} | {r['tokens_per_s']:,.0f} | "
+                f"{r.get('tokens_per_page') or '-'} | {r['gpu_idle_fraction']:.1%} | "
+                f"{r.get('vision_ms_per_page') or '-'} | {r.get('vision_share', 0):.1%} | "
+                f"${dollars:,.2f} | {ratio} |"
+            )
+    for side in ["bare", *services]:
+        for c, r in report.get(side, {}).items():
+            if r.get("pages"):
+                print(side, c, "ms per page by stage:", r["stage_ms_per_page"], r.get("window", ""))
 
 
 def print_table(report: dict) -> None:  # type: ignore[type-arg]
