@@ -15,7 +15,13 @@ import tempfile
 from pathlib import Path
 
 from bench import harness
-from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, SourceDocument, fetch
+from bench.accuracy.corpus import (
+    CI_DOCUMENTS,
+    EXTRA_DOCUMENTS,
+    TABLE_DOCUMENTS,
+    SourceDocument,
+    fetch,
+)
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, scan
 from uocr_core.logging import configure_logging
 from uocr_core.settings import Settings
@@ -34,20 +40,26 @@ def ratio(uocr: float, bare: float) -> str:
 
 
 def table(results: list[DocumentResult]) -> str:
-    header = f"| {'document':<14} | pages | CER bare | CER uocr | uocr/bare | order OK |"
+    header = (
+        f"| {'document':<14} | pages | CER bare | CER uocr | uocr/bare | order OK "
+        "| lines found, bare / uocr | lines in order, bare / uocr |"
+    )
     lines = [header, "|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|"]
     for r in results:
         pages = f"{r.pages_returned}/{r.pages_expected}"
+        found = f"{r.lines('bare', 'found'):.3f} / {r.lines('uocr', 'found'):.3f}"
+        ordered = f"{r.lines('bare', 'in_order'):.3f} / {r.lines('uocr', 'in_order'):.3f}"
         lines.append(
             f"| {r.doc_id:<14} | {pages:>5} | {r.cer_bare:>8.2%} | {r.cer_uocr:>8.2%} "
-            f"| {ratio(r.cer_uocr, r.cer_bare):>9} | {'yes' if r.order_ok else 'NO':>8} |"
+            f"| {ratio(r.cer_uocr, r.cer_bare):>9} | {'yes' if r.order_ok else 'NO':>8} "
+            f"| {found:>24} | {ordered:>27} |"
         )
     bare, uocr = overall(results)
     total = sum(r.pages_expected for r in results)
     ok = all(r.order_ok for r in results)
     lines.append(
         f"| {'overall':<14} | {total:>5} | {bare:>8.2%} | {uocr:>8.2%} "
-        f"| {ratio(uocr, bare):>9} | {'yes' if ok else 'NO':>8} |"
+        f"| {ratio(uocr, bare):>9} | {'yes' if ok else 'NO':>8} | {'':>24} | {'':>27} |"
     )
     return "\n".join(lines)
 
@@ -69,8 +81,11 @@ def main() -> None:
     parser = harness.parser(__doc__, docs="")
     parser.add_argument("--variant", type=int, default=0, help="another scan of the same pages")
     parser.add_argument("--extras", action="store_true", help="add the non-CI tuning pages")
+    parser.add_argument("--tables", action="store_true", help="only the table pages")
     args = parser.parse_args()
     documents = CI_DOCUMENTS + (EXTRA_DOCUMENTS if args.extras else ())
+    if args.tables:
+        documents = TABLE_DOCUMENTS
     if args.docs:
         documents = tuple(d for d in documents if d.doc_id in args.docs.split(","))
     configure_logging("warning")

@@ -19,8 +19,10 @@ import pymupdf
 from bench.accuracy.corpus import SourceDocument
 from bench.accuracy.scan import scan_document
 from ocr_worker.accuracy.scoring import (
+    LineOrder,
     PageScore,
     document_cer,
+    line_order,
     page_order_ok,
     reference_text,
     score_page,
@@ -112,6 +114,14 @@ class DocumentResult:
     bare_texts: list[str]
     uocr_texts: list[str]
     references: list[str]
+    # How each page's lines come out: found whole, kept in order (scoring.line_order).
+    order_bare: list[LineOrder]
+    order_uocr: list[LineOrder]
+
+    def lines(self, reader: str, share: str) -> float:
+        """The pages' mean share (``found`` or ``in_order``) for ``bare`` or ``uocr``."""
+        orders = self.order_bare if reader == "bare" else self.order_uocr
+        return mean_share([getattr(order, share) for order in orders])
 
     @property
     def cer_bare(self) -> float:
@@ -128,7 +138,7 @@ def evaluate(
     """Both readers on one scanned document, scored page by page."""
     bare_texts = [bare.detect(p).text for p in render_like_uocr(document.pdf, settings)]
     uocr_texts = run_uocr(document.pdf, work_dir / document.source.doc_id, settings)
-    refs = document.references
+    refs, layers = document.references, document.text_layers
     return DocumentResult(
         doc_id=document.source.doc_id,
         bare=[score_page(t, r) for t, r in zip(bare_texts, refs, strict=True)],
@@ -140,7 +150,18 @@ def evaluate(
         bare_texts=bare_texts,
         uocr_texts=uocr_texts,
         references=refs,
+        order_bare=[line_order(t, layer) for t, layer in zip(bare_texts, layers, strict=True)],
+        order_uocr=[
+            line_order(t, layer)
+            for t, layer in zip(_padded(uocr_texts, len(refs)), layers, strict=True)
+        ],
     )
+
+
+def mean_share(values: list[float | None]) -> float:
+    """The pages' mean share (pages with too few lines to say left out)."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else 1.0
 
 
 def _padded(texts: list[str], count: int) -> list[str]:

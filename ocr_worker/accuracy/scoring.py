@@ -27,6 +27,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
+from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 _IDEOGRAPHS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -101,3 +102,41 @@ def page_order_ok(hypotheses: list[str], references: list[str]) -> bool:
         if min(range(len(rates)), key=rates.__getitem__) != index:
             return False
     return True
+
+
+# A reference line must be this long to be found by its content alone, and found at least this
+# well (rapidfuzz's partial ratio, 0-100) to count as found.
+_LINE_MIN_CHARS = 12
+_LINE_MIN_SCORE = 80
+
+
+@dataclass(frozen=True)
+class LineOrder:
+    """How a page's lines (its text layer's) come out: ``found`` is the share found whole in the
+    output (a table row read row by row is; one read column by column is not: its cells come
+    apart), ``in_order`` the share of pairs of found lines whose order the output keeps (a
+    two-column page read line by line across the gutter does not). ``None``: the page has too
+    few distinctive lines (or found lines) to say."""
+
+    found: float | None
+    in_order: float | None
+
+
+def line_order(hypothesis: str, text_layer: str) -> LineOrder:
+    """CER barely moves when a table is read column by column or two columns are interleaved
+    (the same characters, in long runs); these two shares drop sharply."""
+    lines = [reference_text(line) for line in text_layer.splitlines()]
+    counts = Counter(lines)
+    distinct = [line for line in lines if len(line) >= _LINE_MIN_CHARS and counts[line] == 1]
+    output = normalise(hypothesis)
+    found = []
+    for line in distinct:
+        match = fuzz.partial_ratio_alignment(line, output, score_cutoff=_LINE_MIN_SCORE)
+        if match is not None:
+            found.append(match.dest_start)
+    pairs = len(found) * (len(found) - 1) // 2
+    kept = sum(a < b for i, a in enumerate(found) for b in found[i + 1 :])
+    return LineOrder(
+        found=len(found) / len(distinct) if distinct else None,
+        in_order=kept / pairs if pairs else None,
+    )

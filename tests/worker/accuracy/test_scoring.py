@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 from ocr_worker.accuracy.scoring import (
+    LineOrder,
     PageScore,
     cer,
     document_cer,
+    line_order,
     normalise,
     page_order_ok,
     reference_text,
@@ -59,3 +61,31 @@ def test_page_order_needs_every_page_in_its_place() -> None:
     assert not page_order_ok(["delta epsilon", "alpha beta gamma", "zeta eta theta"], refs)
     assert not page_order_ok(["alpha beta gamma", "zeta eta theta"], refs)
     assert not page_order_ok(["alpha beta gamma", "alpha beta gamma", "zeta eta theta"], refs)
+
+
+LAYER = "\n".join(
+    [
+        "Name         Popularity   Size",
+        "apt-listbugs  1200   44 KB",
+        "debian-goodies  880   120 KB",
+        "needrestart   2400   90 KB",
+        "reportbug-ng  30    210 KB",
+    ]
+)
+
+
+def test_a_table_read_row_by_row_keeps_every_line_whole_and_in_order() -> None:
+    assert line_order(LAYER.replace("\n", " "), LAYER) == LineOrder(found=1.0, in_order=1.0)
+
+
+def test_a_table_read_column_by_column_loses_its_rows() -> None:
+    rows = [line.split() for line in LAYER.splitlines()]
+    by_columns = " ".join(" ".join(cells) for cells in zip(*rows, strict=False))
+    assert (line_order(by_columns, LAYER).found or 0.0) < 0.5  # the rows' cells came apart
+
+
+def test_two_halves_of_a_page_swapped_keep_their_lines_but_not_their_order() -> None:
+    lines = LAYER.splitlines()
+    swapped = line_order(" ".join(lines[3:] + lines[:3]), LAYER)
+    assert swapped.found == 1.0
+    assert swapped.in_order is not None and swapped.in_order < 0.7
