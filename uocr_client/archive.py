@@ -132,6 +132,7 @@ RESULT_SUFFIXES = {
     "markdown": ".md",
     "text": ".txt",
     "hocr": ".hocr",
+    "alto": ".alto.xml",
     "pdf": ".pdf",
 }
 

@@ -33,6 +33,7 @@ RESULT_FILES: dict[str, tuple[str, str]] = {
     "text": ("result.txt", "text/plain; charset=utf-8"),
     "jsonl": ("pages.jsonl", "application/x-ndjson; charset=utf-8"),
     "hocr": ("result.hocr", "text/html; charset=utf-8"),
+    "alto": ("result.alto.xml", "application/xml; charset=utf-8"),
     "pdf": ("result.pdf", "application/pdf"),
 }
 

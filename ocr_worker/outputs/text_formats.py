@@ -1,6 +1,6 @@
-"""The document's text formats (JSON, Markdown, text, JSON lines, hOCR) written page by page to
-files as the results stream in: memory stays that of one page, whatever the document's length.
-The searchable PDF reads its text layer back from the JSON lines file."""
+"""The document's text formats (JSON, Markdown, text, JSON lines, hOCR, ALTO) written page by
+page to files as the results stream in: memory stays that of one page, whatever the document's
+length. The searchable PDF reads its text layer back from the JSON lines file."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from ocr_worker.outputs import hocr
+from ocr_worker.outputs import alto, hocr
 from uocr_core.contracts import PageResult
 
-TEXT_FORMATS = ("json", "markdown", "text", "jsonl", "hocr")
+TEXT_FORMATS = ("json", "markdown", "text", "jsonl", "hocr", "alto")
 
 
 def write_text_formats(
@@ -30,12 +30,14 @@ def write_text_formats(
         opening = json.dumps(head, ensure_ascii=False, indent=1)
         files["json"].write(opening[: opening.rindex("}")].rstrip() + ',\n "pages": [')
         files["hocr"].write(hocr.head(head["source"]))
+        files["alto"].write(alto.head(head))
         for n, result in enumerate(results):
             _write_page(files, result, first=n == 0)
         files["json"].write("\n ]\n}")
         files["markdown"].write("\n")
         files["text"].write("\n")
         files["hocr"].write(hocr.TAIL)
+        files["alto"].write(alto.TAIL)
     return paths
 
 
@@ -52,3 +54,4 @@ def _write_page(files: dict[str, TextIO], result: PageResult, *, first: bool) ->
     # A form feed between pages' text, as pdftotext does.
     files["text"].write(("" if first else "\n\f") + result.text)
     files["hocr"].write(hocr.page(result))
+    files["alto"].write(alto.page(result))

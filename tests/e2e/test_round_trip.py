@@ -81,6 +81,14 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
             )
             assert character_error_rate("\n".join(expected_lines), words) < MAX_CER
 
+        alto = client.get(f"/v1/jobs/{job_id}/result", params={"format": "alto"})
+        assert alto.headers["content-type"].startswith("application/xml")
+        alto_pages = ET.fromstring(alto.content).findall(".//{*}Page")
+        assert [p.attrib["ID"] for p in alto_pages] == [f"page_{n}" for n in range(1, 6)]
+        for expected_lines, alto_page in zip(pages, alto_pages, strict=True):
+            words = " ".join(s.attrib["CONTENT"] for s in alto_page.iterfind(".//{*}String"))
+            assert character_error_rate("\n".join(expected_lines), words) < MAX_CER
+
         page_two = client.get(f"/v1/jobs/{job_id}/pages/2").raise_for_status().json()
         assert page_two["page"] == 2 and "Page 2" in page_two["text"]
 

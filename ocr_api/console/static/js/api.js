@@ -9,6 +9,7 @@ export const RESULT_FORMATS = [
   ["json", "JSON"],
   ["jsonl", "JSON lines"],
   ["hocr", "hOCR"],
+  ["alto", "ALTO XML"],
   ["pdf", "Searchable PDF"],
 ];
 
