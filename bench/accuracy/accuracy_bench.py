@@ -77,12 +77,38 @@ def run(documents: tuple[SourceDocument, ...], variant: int) -> list[DocumentRes
     return results
 
 
+def _no_columns() -> None:
+    """Every page read line by line across its width, as if no gutter were ever found."""
+    from ocr_worker.engines.layout import order
+
+    order._column_run = lambda lines, unit: None  # type: ignore[assignment]
+
+
+def _no_tables() -> None:
+    """No table region found: a table's lines read as ordinary lines."""
+    from ocr_worker.engines.layout import paragraphs
+
+    paragraphs.find_tables = lambda lines, unit: []  # type: ignore[assignment]
+
+
+ABLATIONS = {"columns": _no_columns, "tables": _no_tables}
+
+
 def main() -> None:
     parser = harness.parser(__doc__, docs="")
     parser.add_argument("--variant", type=int, default=0, help="another scan of the same pages")
     parser.add_argument("--extras", action="store_true", help="add the non-CI tuning pages")
     parser.add_argument("--tables", action="store_true", help="only the table pages")
+    parser.add_argument(
+        "--ablate",
+        nargs="*",
+        default=[],
+        choices=sorted(ABLATIONS),
+        help="switch the layout's column or table logic off (what the gates must catch)",
+    )
     args = parser.parse_args()
+    for name in args.ablate:
+        ABLATIONS[name]()
     documents = CI_DOCUMENTS + (EXTRA_DOCUMENTS if args.extras else ())
     if args.tables:
         documents = TABLE_DOCUMENTS
@@ -106,6 +132,8 @@ def main() -> None:
                 "cer_bare": r.cer_bare,
                 "cer_uocr": r.cer_uocr,
                 "order_ok": r.order_ok,
+                "lines_found": (r.lines("bare", "found"), r.lines("uocr", "found")),
+                "lines_in_order": (r.lines("bare", "in_order"), r.lines("uocr", "in_order")),
             }
             for r in results
         },
