@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from uocr_core import object_keys
-from uocr_core.job_lifecycle import GROUP_FINISHED
-from uocr_core.models import Job, Page, PageGroup
+from uocr_core.jobs.page_listing import group_counts
+from uocr_core.models import Job, Page
 from uocr_core.storage import ObjectStore
 
 
@@ -17,13 +17,7 @@ def write_progress(store: ObjectStore, session: Session, job: Job) -> None:
     """Written as each group settles. Read as columns and counted by the database, not as the
     job's page and group objects: a 3,000-page book writes it 375 times, and loading every
     page row as an object each time cost it ~50 ms a group."""
-    groups = dict(
-        session.execute(
-            select(PageGroup.status, func.count())
-            .where(PageGroup.job_id == job.id)
-            .group_by(PageGroup.status)
-        ).all()
-    )
+    groups_total, groups_done = group_counts(session, job.id)
     pages = session.execute(
         select(Page.page_no, Page.status).where(Page.job_id == job.id).order_by(Page.position)
     ).all()
@@ -34,8 +28,8 @@ def write_progress(store: ObjectStore, session: Session, job: Job) -> None:
         "pages_done": job.pages_done,
         "pages_failed": job.pages_failed,
         "pages_flagged": job.pages_flagged,
-        "groups_total": sum(groups.values()),
-        "groups_done": sum(groups.get(status, 0) for status in GROUP_FINISHED),
+        "groups_total": groups_total,
+        "groups_done": groups_done,
         "pages": [{"page": page_no, "status": status} for page_no, status in pages],
     }
     store.put(object_keys.progress_key(job.id), json.dumps(progress).encode(), "application/json")

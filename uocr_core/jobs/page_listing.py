@@ -43,19 +43,24 @@ class ListedPages:
     groups_done: int
 
 
+def group_counts(session: Session, job_id: str) -> tuple[int, int]:
+    """The job's page groups: how many in all, and how many finished (counted by the database)."""
+    groups = dict(
+        session.execute(
+            select(PageGroup.status, func.count())
+            .where(PageGroup.job_id == job_id)
+            .group_by(PageGroup.status)
+        ).all()
+    )
+    return sum(groups.values()), sum(groups.get(s, 0) for s in GROUP_FINISHED)
+
+
 def listed_pages(session: Session, job: Job, asked: Asked, *, inline_max: int) -> ListedPages:
     """The pages ``asked`` names (by default: all of a document of at most ``inline_max``
     pages, none of a longer one), and the range after them in steps of ``inline_max``."""
     if asked is None:
         asked = "all" if job.page_count <= inline_max else "none"
-    groups = dict(
-        session.execute(
-            select(PageGroup.status, func.count())
-            .where(PageGroup.job_id == job.id)
-            .group_by(PageGroup.status)
-        ).all()
-    )
-    total, done = sum(groups.values()), sum(groups.get(s, 0) for s in GROUP_FINISHED)
+    total, done = group_counts(session, job.id)
     if asked == "all":
         return ListedPages(list(job.pages), "all", None, total, done)
     last_page = session.scalar(select(func.max(Page.page_no)).where(Page.job_id == job.id)) or 0
