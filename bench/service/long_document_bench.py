@@ -68,7 +68,7 @@ class Sampler(threading.Thread):
     """Until stopped: the OCR worker tree's largest process and its sum (RSS, MB), and a
     poller's latencies and bytes."""
 
-    def __init__(self, root: int, client: httpx.Client, path: str, every: float) -> None:
+    def __init__(self, root: int | None, client: httpx.Client, path: str, every: float) -> None:
         super().__init__(daemon=True)
         self.root, self.client, self.path, self.every = root, client, path, every
         self.peak_process = self.peak_tree = 0.0
@@ -78,16 +78,17 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.halt.is_set():
-            self._memory()
+            if self.root is not None:  # one sampler watches the worker's memory
+                self._memory(self.root)
             started = time.perf_counter()
             answer = self.client.get(self.path)
             self.latencies.append((time.perf_counter() - started) * 1000)
             self.sizes.append(len(answer.content))
             self.halt.wait(self.every)
 
-    def _memory(self) -> None:
+    def _memory(self, pid: int) -> None:
         try:
-            root = psutil.Process(self.root)
+            root = psutil.Process(pid)
             tree = [root, *root.children(recursive=True)]
             sizes = [p.memory_info().rss / 2**20 for p in tree]
         except psutil.Error:
@@ -203,7 +204,7 @@ def run_length(pages: int, pdf: bytes, args: Any) -> dict[str, Any]:
             job_id = answer.json()["id"]
             assert ocr.popen is not None
             status = Sampler(ocr.popen.pid, client, f"/v1/jobs/{job_id}", args.poll_every)
-            window = Sampler(ocr.popen.pid, client, f"/v1/jobs/{job_id}?pages=1-{WINDOW}", 1.0)
+            window = Sampler(None, client, f"/v1/jobs/{job_id}?pages=1-{WINDOW}", 1.0)
             for sampler in (status, window):
                 sampler.start()
             console = console_grid(api_url, tenant.api_key, job_id, pages) if args.console else {}
