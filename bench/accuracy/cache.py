@@ -1,5 +1,6 @@
 """A cache of bare RapidOCR's detections on the scanned pages, for work on reading order without
-re-running OCR: ``python -m bench.accuracy.cache [DIR]`` (default /work/tmp/accuracy_cache).
+re-running OCR: ``python -m bench.accuracy.cache [DIR] [--tables]`` (default
+/work/tmp/accuracy_cache; ``--tables``: the table pages, ``TABLE_DOCUMENTS``, instead).
 
 For every page, ``<doc>/<page>.json`` (page = 0-based index in the source PDF) holds
 ``{"doc", "page", "in_ci", "width", "height", "ground_truth", "ground_truth_raw", "boxes",
@@ -16,16 +17,21 @@ from pathlib import Path
 
 from PIL import Image
 
-from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, fetch
+from bench.accuracy.corpus import (
+    CI_DOCUMENTS,
+    EXTRA_DOCUMENTS,
+    TABLE_DOCUMENTS,
+    SourceDocument,
+    fetch,
+)
 from bench.accuracy.runner import BareRapidOcr, render_like_uocr, scan
 from uocr_core.settings import Settings
 
 DEFAULT_DIR = Path("/work/tmp/accuracy_cache")
 
 
-def write_cache(out_dir: Path, settings: Settings) -> int:
+def write_cache(out_dir: Path, settings: Settings, documents: tuple[SourceDocument, ...]) -> int:
     """Writes every page's detections and image; returns the number of pages."""
-    documents = CI_DOCUMENTS + EXTRA_DOCUMENTS
     fetch(documents)
     bare = BareRapidOcr()
     count = 0
@@ -56,5 +62,7 @@ def write_cache(out_dir: Path, settings: Settings) -> int:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR
-    print(f"{write_cache(target, Settings())} pages -> {target}")
+    named = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
+    target = Path(named[0]) if named else DEFAULT_DIR
+    chosen = TABLE_DOCUMENTS if "--tables" in sys.argv else CI_DOCUMENTS + EXTRA_DOCUMENTS
+    print(f"{write_cache(target, Settings(), chosen)} pages -> {target}")

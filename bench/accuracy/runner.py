@@ -75,7 +75,7 @@ class Detections:
 
 class BareRapidOcr:
     """RapidOCR as its users call it, with only the text-angle classifier off (on, it flips
-    whole lines of clean pages; see /work/shared/ENV_NOTES.md)."""
+    whole lines of clean pages: docs/cpu-engine.md)."""
 
     def __init__(self) -> None:
         from rapidocr import RapidOCR

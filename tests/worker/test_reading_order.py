@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ocr_worker.engines.layout import layout_page
-from tests.worker.layout.scans import PAGE, Straight, paragraph, scan
+from tests.worker.layout.scans import CHAR, PAGE, PITCH, Straight, paragraph, scan
 
 
 def _read(boxes: list[Straight], degrees: float = 0.7) -> list[str]:
@@ -123,3 +123,81 @@ def test_a_full_width_heading_between_column_sets_still_parts_them() -> None:
     boxes += paragraph(200, 500, low_left, indent=0) + paragraph(860, 500, low_right, indent=0)
     expected = [*top_left, *top_right, "Section 2 Installing the packages", *low_left, *low_right]
     assert _read(boxes) == expected
+
+
+def _wrapping_table(top: float, rows: int) -> tuple[list[Straight], list[list[str]]]:
+    """Option | type | default | description, the description wrapping over one to four lines
+    (a package's option table): the label side and the description are of similar widths, both
+    filled, like two page columns, but the label side holds a line only where a row starts."""
+    boxes, expected, y = [], [], top
+    for n in range(rows):
+        words = [f"d{n}w{k}" for k in range(1 + 6 * (n % 4))]
+        wrapped = [" ".join(words[k : k + 6]) + " " + "x" * 12 for k in range(0, len(words), 6)]
+        if n == 3:  # a long name runs into the type column, a long type into the default's:
+            boxes += [Straight(200, y, f"opt{n}name name", width=390)]  # no stripe left
+        else:  # clear down the label side
+            boxes += [Straight(200, y, f"opt{n}name", width=250)]
+            boxes += [
+                Straight(520, y, "key value" if n == 6 else "name", width=70 + 130 * (n == 6))
+            ]
+        boxes += [Straight(650 + 80 * (n == 6), y, "empty", width=90)]
+        boxes += [Straight(880, y + PITCH * k, part, width=560) for k, part in enumerate(wrapped)]
+        expected.append([f"opt{n}name", *wrapped])
+        y += PITCH * len(wrapped)
+    return boxes, expected
+
+
+def _in_rows(text: str, expected: list[list[str]]) -> bool:
+    """Every row's pieces in order, each row after the one before."""
+    at = -1
+    for row in expected:
+        for piece in row:
+            found = text.find(piece, at + 1)
+            if found < 0:
+                return False
+            at = found
+    return True
+
+
+def test_a_table_whose_last_column_wraps_reads_row_by_row_not_as_two_columns() -> None:
+    # Regression: the label side and the wrapping descriptions were read as two page columns,
+    # every name first, then every description.
+    boxes, expected = _wrapping_table(300, 16)
+    blocks = layout_page(scan(boxes), width=PAGE[0], height=PAGE[1])
+    assert [b.label for b in blocks] == ["table"]
+    assert _in_rows(blocks[0].text, expected)
+    assert len(blocks[0].rows) == 16
+
+
+def test_two_wrapped_cells_boxed_as_one_keep_the_table_whole() -> None:
+    # The detector ran the type column's wrapped "list" and the description's last word
+    # together; the table goes on past that line, the two words in their own cells.
+    boxes, expected = _wrapping_table(300, 12)
+    wrapped = next(b for b in boxes if b.text == expected[5][2])  # row 5's last line, a word
+    boxes.remove(wrapped)
+    expected[5][2] = "information."
+    width = 880 - 520 + CHAR * len(expected[5][2])  # from "list" to the word's end
+    boxes.append(Straight(520, wrapped.y, f"list {expected[5][2]}", width=width))
+    blocks = layout_page(scan(boxes), width=PAGE[0], height=PAGE[1])
+    assert [b.label for b in blocks] == ["table"]
+    assert _in_rows(blocks[0].text, expected)
+    row = next(cells for cells in blocks[0].rows if cells[0].startswith("opt5name"))
+    assert row[0].endswith("list") and row[-1].endswith("information.")  # each in its cell
+
+
+def test_two_tables_side_by_side_read_one_after_the_other_above_their_caption() -> None:
+    # Two groups of command | glyph | code (a font guide's symbol tables): each group is read
+    # whole, then the caption under both, which crosses every stripe of the two.
+    def group(x: float, tag: str) -> list[Straight]:
+        cells = []
+        for n in range(20):
+            cells.append(Straight(x, 300 + PITCH * n, f"\\{tag}symbol{n}", width=220))
+            if n % 3:  # the detector skips some glyphs
+                cells.append(Straight(x + 270, 300 + PITCH * n, "$", width=20))
+            cells.append(Straight(x + 340, 300 + PITCH * n, str(100 + n), width=50))
+        return cells
+
+    caption = Straight(400, 300 + PITCH * 21, "Table 2: Text symbols of the package", width=700)
+    text = "\n".join(_read(group(200, "a") + group(860, "b") + [caption]))
+    firsts = [f"\\asymbol{n}" for n in range(20)] + [f"\\bsymbol{n}" for n in range(20)]
+    assert _in_rows(text, [[first] for first in firsts] + [[caption.text]])

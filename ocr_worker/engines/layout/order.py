@@ -19,7 +19,7 @@ from itertools import combinations
 from statistics import median
 
 from ocr_worker.engines.layout.boxes import Placed
-from ocr_worker.engines.layout.lines import Line, group_lines
+from ocr_worker.engines.layout.lines import Line, group_lines, line_pitch
 from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end
 
 # Page columns are set to one width. Ragged short lines (an index) still fill most of their
@@ -35,6 +35,16 @@ COLUMN_FILL = 0.8
 # The typical line of a text column spans most of it: a ragged-right line stops a word or two
 # short (~15%), justified ones not at all; a table column's cells mostly do not.
 LINE_FILL = 0.7
+
+
+# A table whose last column wraps looks like two page columns (label cells | wrapped text, of
+# similar widths, both filled). But its label side holds a line only where a row starts: fewer
+# lines over the same height, each on a baseline of the other side, with gaps where a cell wraps.
+# Page columns each run on their own: no side is that sparse, or their baselines do not all meet.
+SPARSE_LINES = 0.8  # the label side holds at most this share of the other side's lines
+SAME_SPAN = 0.8  # ... over at least this share of its height
+ALIGNED = 0.9  # ... this share of them on one of its baselines
+MIN_WRAPS = 3  # ... with at least this many gaps where a cell wraps
 
 
 # Pages are set in at most four columns, each of which may hold one stripe of its own (an
@@ -87,6 +97,9 @@ def _column_run(lines: list[Line], unit: float) -> _Run | None:
         end, clear = run_end(lines, start, left, right, unit)
         cuts = gutters(lines[start:end], clear)
         run = _boxes(lines[start:end])
+        if _table(run, cuts):  # the table finder reads it; no page columns start inside it
+            start = end
+            continue
         columns = _page_columns(run, cuts, unit) if _fills(run, left, right) else []
         if columns:
             return _Run(start, end, columns)
@@ -131,6 +144,26 @@ def _alike(columns: list[list[Placed]], others: list[float], unit: float) -> boo
         and len(set(inner)) == 1
         and all(_filled(col) for col in columns)
     )
+
+
+def _table(boxes: list[Placed], cuts: list[float]) -> bool:
+    """Some stripe has a table's row heads on one side, its wrapped cells on the other. Each
+    side is taken whole: a column with a few cells missing (glyphs the detector skipped) is not
+    sparse when its neighbours hold a line on every row."""
+    return any(_row_heads(*_split(boxes, [cut])) for cut in cuts)
+
+
+def _row_heads(left: list[Placed], right: list[Placed]) -> bool:
+    """One side holds the row heads of a table whose other side wraps (see SPARSE_LINES)."""
+    sparse, dense = sorted((group_lines(left), group_lines(right)), key=len)
+    if len(sparse) < MIN_COLUMN_LINES or len(sparse) > SPARSE_LINES * len(dense):
+        return False
+    if sparse[-1].cy - sparse[0].cy < SAME_SPAN * (dense[-1].cy - dense[0].cy):
+        return False
+    aligned = sum(any(abs(a.cy - b.cy) <= a.height / 2 for b in dense) for a in sparse)
+    pitch = line_pitch(dense)
+    wraps = sum(b.cy - a.cy > 1.5 * pitch for a, b in zip(sparse, sparse[1:], strict=False))
+    return aligned >= ALIGNED * len(sparse) and wraps >= MIN_WRAPS
 
 
 def _filled(column: list[Placed]) -> bool:

@@ -25,6 +25,10 @@ MIN_COLUMN_LINES = 3
 # two words run together across it: under three line heights, about six characters.
 BRIDGE_REACH = 3.0
 
+# A line of cells the detector ran together starts inside the table, at a column's left edge:
+# further in than a paragraph's first-line indent or a ragged caption (about two line heights).
+MERGED_INSET = 4.0
+
 Stripe = tuple[float, float]  # x1, x2 of a vertical stripe
 
 
@@ -45,7 +49,11 @@ def run_end(
         lo, hi = _centres(lines[end])
         lo, hi = min(lo, first), max(hi, last)
         if _interior(clear, first, last) and not _interior(after or [], lo, hi):
-            after = _bridged(clear, lines[end], unit, (lo, hi))
+            after = _bridged(clear, lines[end], unit, (lo, hi)) or _merged_cells(
+                clear, lines, start, end, unit, (first, last)
+            )
+        elif after and _crosses_gutters(lines[start:end], clear, after):
+            after = _merged_cells(clear, lines, start, end, unit, (first, last))
         if not after:
             break
         clear, first, last, end = after, lo, hi, end + 1
@@ -70,6 +78,37 @@ def _bridged(
         return None
     after = narrow(clear, Line(rest), unit)
     return after if _interior(after, *centres) else None
+
+
+def _crosses_gutters(run: list[Line], clear: list[Stripe], after: list[Stripe]) -> bool:
+    """A line laid across two or more of the run's gutters (stripes with text on both sides on
+    several lines) is no part of it, even where a stripe at the edge survives it: a table's
+    caption below it, a paragraph under a page of columns."""
+    if len(after) > len(clear) - 2:
+        return False
+    return sum(not any(a < cut < z for a, z in after) for cut in gutters(run, clear)) >= 2
+
+
+def _merged_cells(
+    clear: list[Stripe],
+    lines: list[Line],
+    start: int,
+    end: int,
+    unit: float,
+    centres: tuple[float, float],
+) -> list[Stripe] | None:
+    """The stripes kept across a line of wrapped cells that the detector ran together.
+
+    ``lines[start:end]``: the run so far; ``lines[end]`` crosses. Where two columns
+    of a table both wrap on the same line, the detector may box both cells' last words as one
+    ("list" + "information.": the type and description columns). Such a line starts inside the
+    table, well right of where its rows start (a line of text or a caption below the table
+    starts at its left edge, or near it), and the line after it keeps the stripes clear again."""
+    if end + 1 >= len(lines):
+        return None
+    if lines[end].x1 - min(line.x1 for line in lines[start:end]) < MERGED_INSET * unit:
+        return None
+    return clear if _interior(narrow(clear, lines[end + 1], unit), *centres) else None
 
 
 def _centres(line: Line) -> tuple[float, float]:

@@ -12,12 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ocr_worker.engines.layout.blocks import LayoutBlock
+from ocr_worker.engines.layout.boxes import Placed
 from ocr_worker.engines.layout.lines import Line
 from ocr_worker.engines.layout.spacing import join, tidy
 from ocr_worker.engines.layout.stripes import MIN_COLUMN_LINES, gutters, run_end
 
 # A bullet or an item number the detector boxed apart from its item: a list, not a table column.
 LIST_MARKER = re.compile(r"^([\u2022\u00b7\u25aa\u25e6\u2013*+-]|\(?\d{1,3}[.)]|\(?[a-z][.)])$")
+
+
+# A row's first cell starts at the table's left edge; a wrapped cell's line further in than a
+# ragged start (a couple of characters) is not a new row.
+ROW_HEAD_INSET = 2.0
 
 
 @dataclass(frozen=True)
@@ -49,9 +55,14 @@ def find_tables(lines: Sequence[Line], unit: float) -> list[TableSpan]:
 
 def table_block(lines: Sequence[Line], cuts: list[float]) -> LayoutBlock:
     rows: list[list[str]] = []
+    left = min(line.x1 for line in lines)
     for n, line in enumerate(lines):
         cells = _cells(line, cuts)
-        if rows and not cells[0] and _continues(lines[n - 1], line):
+        if (
+            rows
+            and _continues(lines[n - 1], line)
+            and _no_row_head(cells, line, lines[n - 1], left)
+        ):
             rows[-1] = [join([a, b]) for a, b in zip(rows[-1], cells, strict=True)]
         else:
             rows.append(cells)
@@ -61,8 +72,32 @@ def table_block(lines: Sequence[Line], cuts: list[float]) -> LayoutBlock:
 def _cells(line: Line, cuts: list[float]) -> list[str]:
     parts: list[list[str]] = [[] for _ in range(len(cuts) + 1)]
     for box in line.boxes:
-        parts[sum(box.cx > cut for cut in cuts)].append(tidy(box.text))
+        for text, cx in _words_placed(box, cuts):
+            parts[sum(cx > cut for cut in cuts)].append(tidy(text))
     return [join(part) for part in parts]
+
+
+def _words_placed(box: Placed, cuts: list[float]) -> list[tuple[str, float]]:
+    """The box's text at its centre; a box across a cut (two cells the detector ran together),
+    word by word, each at its share of the box's length by characters."""
+    if not any(box.x1 < cut < box.x2 for cut in cuts) or " " not in box.text.strip():
+        return [(box.text, box.cx)]
+    per_char = (box.x2 - box.x1) / max(len(box.text), 1)
+    placed = []
+    for word in re.finditer(r"\S+", box.text):
+        placed.append((word.group(), box.x1 + per_char * (word.start() + word.end()) / 2))
+    return placed
+
+
+def _no_row_head(cells: list[str], line: Line, above: Line, left: float) -> bool:
+    """Nothing where a row's first cell starts: an empty first column, or text well inside it
+    in fewer boxes than the row above (a wrapped cell of a column the stripes did not part
+    from the first). A line as full as the one above is a row of its own, however far in it
+    starts ("Female" under "Admitted Male")."""
+    if not cells[0]:
+        return True
+    inset = line.x1 - left > ROW_HEAD_INSET * line.height
+    return inset and len(line.boxes) < len(above.boxes)
 
 
 def _continues(above: Line, line: Line) -> bool:
