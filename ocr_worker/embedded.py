@@ -25,7 +25,15 @@ from uocr_core.settings import Settings
 from uocr_core.storage import LocalObjectStore, ObjectNotFound
 from uocr_core.tenants import create_key
 
-OUTPUT_FORMATS = ("json", "markdown", "jsonl", "pdf", "hocr", "alto")  # named as in the bucket
+OUTPUT_FORMATS = (
+    "json",
+    "markdown",
+    "jsonl",
+    "pdf",
+    "hocr",
+    "alto",
+    "chunks",
+)  # named as in the bucket
 
 
 @dataclass

@@ -15,7 +15,7 @@ import click
 from uocr_cli.errors import CliError
 from uocr_cli.progress import progress_bar
 
-FORMATS = ("json", "markdown", "text", "hocr", "alto", "pdf")
+FORMATS = ("json", "markdown", "text", "hocr", "alto", "chunks", "pdf")
 
 
 @contextmanager

@@ -133,6 +133,7 @@ RESULT_SUFFIXES = {
     "text": ".txt",
     "hocr": ".hocr",
     "alto": ".alto.xml",
+    "chunks": ".chunks.jsonl",
     "pdf": ".pdf",
 }
 

@@ -34,6 +34,8 @@ RESULT_FILES: dict[str, tuple[str, str]] = {
     "jsonl": ("pages.jsonl", "application/x-ndjson; charset=utf-8"),
     "hocr": ("result.hocr", "text/html; charset=utf-8"),
     "alto": ("result.alto.xml", "application/xml; charset=utf-8"),
+    # JSON lines too, but not pages.jsonl's: a type of its own, so Accept can ask for either.
+    "chunks": ("chunks.jsonl", "application/vnd.uocr.chunks+jsonl; charset=utf-8"),
     "pdf": ("result.pdf", "application/pdf"),
 }
 

@@ -30,7 +30,7 @@ router = APIRouter(
     responses=COMMON_PROBLEMS,
 )
 
-ResultFormat = Literal["json", "markdown", "text", "jsonl", "pdf", "hocr", "alto"]
+ResultFormat = Literal["json", "markdown", "text", "jsonl", "pdf", "hocr", "alto", "chunks"]
 # A format by its media type, for a client that asks by Accept instead of ?format=.
 _FORMAT_OF_MEDIA = {
     object_keys.result_media_type(fmt).split(";")[0]: fmt for fmt in object_keys.RESULT_FILES

@@ -1,6 +1,6 @@
-"""The document's text formats (JSON, Markdown, text, JSON lines, hOCR, ALTO) written page by
-page to files as the results stream in: memory stays that of one page, whatever the document's
-length. The searchable PDF reads its text layer back from the JSON lines file."""
+"""The document's text formats (JSON, Markdown, text, JSON lines, hOCR, ALTO, chunks) written
+page by page to files as the results stream in: memory stays that of one page, whatever the
+document's length. The searchable PDF reads its text layer back from the JSON lines file."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ocr_worker.outputs import alto, hocr
+from ocr_worker.outputs.chunks import ChunkWriter
 from uocr_core.contracts import PageResult
 
-TEXT_FORMATS = ("json", "markdown", "text", "jsonl", "hocr", "alto")
+TEXT_FORMATS = ("json", "markdown", "text", "jsonl", "hocr", "alto", "chunks")
 
 
 def write_text_formats(
@@ -31,8 +32,11 @@ def write_text_formats(
         files["json"].write(opening[: opening.rindex("}")].rstrip() + ',\n "pages": [')
         files["hocr"].write(hocr.head(head["source"]))
         files["alto"].write(alto.head(head))
+        chunks = ChunkWriter(files["chunks"])
+        markdown_chars = 0  # the chunks give their place in result.md by character
         for n, result in enumerate(results):
-            _write_page(files, result, first=n == 0)
+            markdown_chars = _write_page(files, result, chunks, markdown_chars, first=n == 0)
+        chunks.close()
         files["json"].write("\n ]\n}")
         files["markdown"].write("\n")
         files["text"].write("\n")
@@ -41,7 +45,10 @@ def write_text_formats(
     return paths
 
 
-def _write_page(files: dict[str, TextIO], result: PageResult, *, first: bool) -> None:
+def _write_page(
+    files: dict[str, TextIO], result: PageResult, chunks: ChunkWriter, at: int, *, first: bool
+) -> int:
+    """Writes the page to every format; ``at``: result.md's length so far, returned updated."""
     line = json.dumps(result.to_jsonl_obj(), ensure_ascii=False)
     files["json"].write(("\n  " if first else ",\n  ") + line)
     files["jsonl"].write(line + "\n")
@@ -50,8 +57,11 @@ def _write_page(files: dict[str, TextIO], result: PageResult, *, first: bool) ->
         if result.status == "succeeded"
         else f"> page {result.page} {result.status}: {result.error or ''}"
     )
-    files["markdown"].write(("" if first else "\n\n") + f"<!-- page {result.page} -->\n\n{body}")
+    marker = ("" if first else "\n\n") + f"<!-- page {result.page} -->\n\n"
+    files["markdown"].write(marker + body)
+    chunks.page(result, body, at + len(marker))
     # A form feed between pages' text, as pdftotext does.
     files["text"].write(("" if first else "\n\f") + result.text)
     files["hocr"].write(hocr.page(result))
     files["alto"].write(alto.page(result))
+    return at + len(marker) + len(body)

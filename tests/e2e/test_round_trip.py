@@ -89,6 +89,16 @@ def test_scanned_pdf_comes_back_page_by_page_with_a_signed_webhook(service: Serv
             words = " ".join(s.attrib["CONTENT"] for s in alto_page.iterfind(".//{*}String"))
             assert character_error_rate("\n".join(expected_lines), words) < MAX_CER
 
+        chunks = client.get(f"/v1/jobs/{job_id}/result", params={"format": "chunks"})
+        assert chunks.headers["content-type"].startswith("application/vnd.uocr.chunks+jsonl")
+        markdown = client.get(f"/v1/jobs/{job_id}/result", params={"format": "markdown"}).text
+        records = [json.loads(line) for line in chunks.text.splitlines()]
+        assert sorted({p for r in records for p in r["pages"]}) == [1, 2, 3, 4, 5]
+        for record in records:  # each chunk is its spans of the Markdown, its boxes on its pages
+            pieces = [markdown[a:b] for a, b in record["spans"]]
+            assert "".join(record["text"].split()) == "".join("".join(pieces).split())
+            assert {box["page"] for box in record["boxes"]} <= set(record["pages"])
+
         page_two = client.get(f"/v1/jobs/{job_id}/pages/2").raise_for_status().json()
         assert page_two["page"] == 2 and "Page 2" in page_two["text"]
 

@@ -39,6 +39,10 @@ def test_every_page_once_and_in_order_in_every_output(harness) -> None:  # type:
     assert [p["markdown"] in markdown for p in lines] == [True] * PAGES
     assert result("text") == "\n\f".join(p["text"] for p in lines) + "\n"  # pdftotext's way
     assert result("hocr").count('class="ocr_page"') == PAGES
+    chunks = [json.loads(line) for line in result("chunks").splitlines()]
+    assert sorted({page for c in chunks for page in c["pages"]}) == numbers
+    spans = [span for c in chunks for span in c["spans"]]
+    assert spans == sorted(spans) and spans[-1][1] <= len(markdown)  # in order, none twice
     pdf = harness.store.get(object_keys.result_key(job_id, "pdf"))
     with pymupdf.open(stream=pdf, filetype="pdf") as searchable:
         assert searchable.page_count == PAGES

@@ -10,6 +10,7 @@ export const RESULT_FORMATS = [
   ["jsonl", "JSON lines"],
   ["hocr", "hOCR"],
   ["alto", "ALTO XML"],
+  ["chunks", "Chunks (JSON lines)"],
   ["pdf", "Searchable PDF"],
 ];
 

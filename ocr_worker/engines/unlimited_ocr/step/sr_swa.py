@@ -1,7 +1,8 @@
 """Sparse reference attention (SR-SWA), training-free for v1 weights.
 
-v1 was trained with R-SWA (every step reads the whole prefix), so this is opt-in for v1 and
-the trained rule for v2 checkpoints that ask for it. Each decode step reads:
+v1 was trained with R-SWA (every step reads the whole prefix), so this is an opt-in
+approximation on v1 weights, for speed, and no model's trained rule: 2.0 checkpoints are refused
+at load (docs/model.md, "Which model"). Each decode step reads:
 - always the BOS (the first token: an attention sink that trained models lean on) and the
   prompt (the instruction), whatever the budget;
 - at most ``max_blocks`` other prefix blocks: the page gate restricts the candidates to the

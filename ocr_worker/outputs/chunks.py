@@ -1,0 +1,221 @@
+"""Chunks for retrieval (``format=chunks``, JSON lines): the document's Markdown cut where its
+structure allows, each chunk with its heading path and where it was read from.
+
+A chunk is a run of the Markdown's blocks (paragraphs, list items, tables, code, headings):
+- a heading starts a new chunk, and every chunk carries the path of headings it sits under;
+- blocks are added while the chunk stays within ``max_chars``; a paragraph longer than that is
+  cut at sentence ends (else at spaces), while a table or a code block is kept whole;
+- a paragraph that runs on from one page to the next (its first half ends mid-sentence, the
+  second starts in lower case) is one block, so its chunk lists both pages.
+
+Provenance: ``spans`` are the chunk's pieces as ``[start, end)`` character offsets into
+result.md, in order and never overlapping; between the chunks' spans lie only the page
+markers and blank lines, so the chunks cover every other character of the Markdown once.
+``pages`` and ``boxes`` (each a page and a box in that page's pixels) are those of the page
+blocks the chunk's text came from. Written page by page like the other text formats: memory
+holds one page and the chunk being filled.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from uocr_core.contracts import Block, PageResult
+
+MAX_CHARS = 1500  # about 400 tokens of English: a common retrieval chunk
+FURNITURE = frozenset({"header", "footer", "page_number"})  # not in the Markdown
+_HEADING = re.compile(r"^(#{1,6}) +(.*)$")
+_FENCE = re.compile(r"^(```|~~~)")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_ENDS_SENTENCE = re.compile(r"[.!?:;。！？：；)\]\"'”」』]$")
+
+
+@dataclass
+class _Piece:
+    """A block of one page's Markdown, or a part of one, at ``start`` in result.md."""
+
+    text: str
+    start: int
+    page: int
+    kind: str  # "heading", "text", "whole" (a table or code: never cut)
+    level: int = 0
+    boxes: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+
+@dataclass
+class _Chunk:
+    headings: list[str]
+    pieces: list[_Piece] = field(default_factory=list)
+    joins: list[str] = field(default_factory=list)  # what goes between piece n-1 and piece n
+
+    @property
+    def chars(self) -> int:
+        return sum(len(p.text) for p in self.pieces) + sum(len(j) for j in self.joins)
+
+
+class ChunkWriter:
+    """Feed it each page's Markdown body with its offset in result.md, then ``close``."""
+
+    def __init__(self, out: TextIO, max_chars: int = MAX_CHARS) -> None:
+        self.out, self.max_chars = out, max_chars
+        self.headings: list[str] = []
+        self.chunk = _Chunk([])
+        self.count = 0
+
+    def page(self, result: PageResult, body: str, start: int) -> None:
+        """``body``: the page's Markdown as result.md holds it, from offset ``start``."""
+        pieces = _pieces(body, start, result.page)
+        _attach_boxes(pieces, result)
+        for n, piece in enumerate(pieces):
+            continued = n == 0 and self._runs_on(piece)
+            self._add(piece, continued)
+
+    def close(self) -> None:
+        self._flush()
+
+    def _runs_on(self, piece: _Piece) -> bool:
+        last = self.chunk.pieces[-1] if self.chunk.pieces else None
+        return (
+            last is not None
+            and last.kind == piece.kind == "text"
+            and last.page != piece.page
+            and not _ENDS_SENTENCE.search(last.text)
+            and piece.text[:1].islower()
+        )
+
+    def _add(self, piece: _Piece, continued: bool) -> None:
+        if piece.kind == "heading":
+            self._flush()
+            self.headings = self.headings[: piece.level - 1] + [_heading_text(piece.text)]
+            self.chunk = _Chunk(list(self.headings))
+        for part in _cut(piece, self.max_chars):
+            fits = self.chunk.chars + 2 + len(part.text) <= self.max_chars
+            if self.chunk.pieces and not continued and not fits and not self._only_headings():
+                self._flush()
+                self.chunk = _Chunk(list(self.headings))
+            if self.chunk.pieces:
+                self.chunk.joins.append(" " if continued else "\n\n")
+            self.chunk.pieces.append(part)
+            continued = False
+
+    def _only_headings(self) -> bool:
+        """A heading stays with the text under it, however long that is."""
+        return all(p.kind == "heading" for p in self.chunk.pieces)
+
+    def _flush(self) -> None:
+        chunk = self.chunk
+        if not chunk.pieces:
+            return
+        text = chunk.pieces[0].text + "".join(
+            join + piece.text for join, piece in zip(chunk.joins, chunk.pieces[1:], strict=True)
+        )
+        boxes = [(page, box) for piece in chunk.pieces for page, box in piece.boxes]
+        record: dict[str, Any] = {
+            "chunk": self.count,
+            "text": text,
+            "headings": chunk.headings,
+            "pages": sorted({piece.page for piece in chunk.pieces}),
+            "boxes": [{"page": page, "bbox": list(box)} for page, box in boxes],
+            "spans": [[piece.start, piece.end] for piece in chunk.pieces],
+        }
+        self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.count += 1
+        self.chunk = _Chunk(list(self.headings))
+
+
+def _pieces(body: str, start: int, page: int) -> list[_Piece]:
+    """The body's blocks: runs of lines between blank lines, a fenced block whole whatever
+    blank lines it holds."""
+    pieces: list[_Piece] = []
+    lines = body.split("\n")
+    offset, n = start, 0
+    while n < len(lines):
+        if not lines[n].strip():
+            offset += len(lines[n]) + 1
+            n += 1
+            continue
+        first = n
+        if _FENCE.match(lines[n]):
+            n += 1
+            while n < len(lines) and not _FENCE.match(lines[n]):
+                n += 1
+            n = min(n + 1, len(lines))
+        else:
+            while n < len(lines) and lines[n].strip():
+                n += 1
+        text = "\n".join(lines[first:n])
+        pieces.append(_piece(text, offset, page))
+        offset += len(text) + 1
+    return pieces
+
+
+def _piece(text: str, start: int, page: int) -> _Piece:
+    heading = _HEADING.match(text)
+    if heading and "\n" not in text:
+        return _Piece(text, start, page, "heading", level=len(heading.group(1)))
+    whole = _FENCE.match(text) or text.startswith("|") or text.lstrip().startswith("<table")
+    return _Piece(text, start, page, "whole" if whole else "text")
+
+
+def _heading_text(text: str) -> str:
+    match = _HEADING.match(text)
+    return match.group(2).strip() if match else text
+
+
+def _cut(piece: _Piece, max_chars: int) -> list[_Piece]:
+    """A text block too long for a chunk, in parts at sentence ends (else at spaces), each with
+    its own offset and the block's box (a block has one box, around every part)."""
+    if piece.kind != "text" or len(piece.text) <= max_chars:
+        return [piece]
+    parts: list[_Piece] = []
+    begin = 0
+    while len(piece.text) - begin > max_chars:
+        window = piece.text[begin : begin + max_chars + 1]
+        ends = [m.end() for m in _SENTENCE_END.finditer(window)] or [
+            m.end() for m in re.finditer(r"\s+", window)
+        ]
+        stop = begin + (ends[-1] if ends and ends[-1] > 0 else max_chars)
+        parts.append(_part(piece, begin, stop))
+        begin = stop
+    parts.append(_part(piece, begin, len(piece.text)))
+    for part in parts:
+        part.boxes = list(piece.boxes)
+    return parts
+
+
+def _part(piece: _Piece, begin: int, stop: int) -> _Piece:
+    """``piece.text[begin:stop]`` without its trailing spaces (they lie between the parts)."""
+    text = piece.text[begin:stop].rstrip()
+    return _Piece(text, piece.start + begin, piece.page, "text")
+
+
+def _attach_boxes(pieces: list[_Piece], result: PageResult) -> None:
+    """Each page block's box to the piece its text starts in, found in order: a block's first
+    words, as the Markdown writes them, in the piece at or after the last one matched."""
+    if not pieces or not result.width:
+        return
+    at = 0
+    for block in result.blocks:
+        if block.label in FURNITURE or not block.text.strip():
+            continue
+        found = _find(pieces, at, block)
+        if found is not None:
+            at = found
+            pieces[found].boxes.append((result.page, tuple(round(v, 1) for v in block.bbox)))
+
+
+def _find(pieces: list[_Piece], at: int, block: Block) -> int | None:
+    words = block.text.replace("\\", "").split()[:3]
+    for count in (3, 1):
+        key = " ".join(words[:count])
+        for n in range(at, len(pieces)):
+            if key and key in " ".join(pieces[n].text.replace("\\", "").split()):
+                return n
+    return None
