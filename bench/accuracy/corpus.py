@@ -159,9 +159,11 @@ EXTRA_DOCUMENTS = (
 )
 
 
-# Table pages for the table work (issue 48), not yet gated in CI: option tables whose last column
-# wraps, symbol tables set in column pairs, Chinese tables. Each page's text layer lists the
-# cells row by row (checked), so the suite's scoring applies as it is.
+# Table pages: option tables whose last column wraps, symbol tables set side by side or in column
+# pairs, Chinese tables. Each page's text layer lists the cells row by row (checked), so the
+# suite's scoring applies as it is. All but one are in the CI suite (CI_TABLES): the Greek table
+# in four column pairs reads like two page columns of an index to the layout and is read half
+# after half (docs/accuracy.md, "Tables"), so it stays a bench page until that is told apart.
 TABLE_DOCUMENTS = (
     SourceDocument(
         "hyperref-options",
@@ -169,7 +171,6 @@ TABLE_DOCUMENTS = (
         f"{TEXLIVE_DOC}/latex/hyperref/hyperref-doc.pdf",
         (16, 20),
         "option | type | default | description, descriptions wrapping over 2-5 lines",
-        in_ci=False,
     ),
     SourceDocument(
         "unicode-math-dims",
@@ -177,7 +178,6 @@ TABLE_DOCUMENTS = (
         f"{TEXLIVE_DOC}/latex/unicode-math/unicode-math.pdf",
         (26,),
         "a ruled three-column table, descriptions and names wrapping",
-        in_ci=False,
     ),
     SourceDocument(
         "fntguide-symbols",
@@ -185,7 +185,6 @@ TABLE_DOCUMENTS = (
         f"{TEXLIVE_DOC}/latex/base/fntguide.pdf",
         (34,),
         "two side-by-side groups of command | glyph | code, ~54 rows each",
-        in_ci=False,
     ),
     SourceDocument(
         "latex-notes-greek",
@@ -201,7 +200,6 @@ TABLE_DOCUMENTS = (
         f"{TEXLIVE_DOC}/latex/ctex/ctex.pdf",
         (8, 27),
         "Chinese tables: font sizes (8 columns, a two-row header), size names",
-        in_ci=False,
     ),
     SourceDocument(
         "qyxf-colours",
@@ -209,9 +207,11 @@ TABLE_DOCUMENTS = (
         f"{TEXLIVE_DOC}/latex/qyxf-book/qyxf-book-doc.pdf",
         (9,),
         "a Chinese four-column table whose last column wraps and spans rows",
-        in_ci=False,
     ),
 )
+
+
+CI_TABLES = tuple(doc for doc in TABLE_DOCUMENTS if doc.in_ci)
 
 
 def fetch(documents: tuple[SourceDocument, ...]) -> None:
@@ -304,6 +304,7 @@ check_not_held_out(CI_DOCUMENTS + EXTRA_DOCUMENTS + TABLE_DOCUMENTS)
 if __name__ == "__main__":  # python -m bench.accuracy.corpus [--extras] [--tables]
     fetch(
         CI_DOCUMENTS
+        + CI_TABLES
         + (EXTRA_DOCUMENTS if "--extras" in sys.argv else ())
         + (TABLE_DOCUMENTS if "--tables" in sys.argv else ())
     )

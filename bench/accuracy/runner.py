@@ -25,6 +25,7 @@ from ocr_worker.accuracy.scoring import (
     line_order,
     page_order_ok,
     reference_text,
+    rows_kept,
     score_page,
 )
 from ocr_worker.embedded import run_document
@@ -41,14 +42,60 @@ class ScannedDocument:
     pdf: bytes  # image-only, one scan per chosen page
     text_layers: list[str]  # the original pages' own text, as PyMuPDF extracts it
     references: list[str]  # the ground truth: reference_text of each text layer
+    rows: list[list[list[str]]]  # each page's rows of two or more cells (table_rows)
 
 
 def scan(source: SourceDocument, variant: int = 0, feed_turn: int = 0) -> ScannedDocument:
     with pymupdf.open(source.pdf_path) as original:
         # Content-stream order: TeX writes a page in reading order (columns one after another).
         layers = [original.load_page(i).get_text(sort=False) for i in source.pages]
+        rows = [table_rows(original.load_page(i)) for i in source.pages]
         pdf = scan_document(original, source.doc_id, source.pages, variant, feed_turn)
-    return ScannedDocument(source, pdf, layers, [reference_text(t) for t in layers])
+    return ScannedDocument(source, pdf, layers, [reference_text(t) for t in layers], rows)
+
+
+# Cells on one row: their baselines within this share of the text's height of each other.
+ROW_BASELINE = 0.3
+
+
+def table_rows(page: pymupdf.Page) -> list[list[str]]:
+    """The page's rows of two or more cells, each left to right, from its own text: a cell is
+    a line of the text layer (TeX writes each cell's line apart), a row the cells that share a
+    baseline and follow each other in the text layer (two tables side by side share baselines,
+    but the layer lists one table, then the other). Prose lines are one cell and are left out;
+    so are single characters, and rows of under 8 characters."""
+    cells: dict[tuple[int, int], list[tuple[float, float, float, float, str]]] = {}
+    for x0, y0, x1, y1, word, block, line, _ in page.get_text("words", sort=False):
+        cells.setdefault((block, line), []).append((x0, y0, x1, y1, word))
+    placed = sorted(
+        (max(w[3] for w in words), min(w[0] for w in words), max(w[3] - w[1] for w in words),
+         order, " ".join(w[4] for w in words))
+        for order, words in enumerate(cells.values())
+    )  # fmt: skip
+    lines: list[list[tuple[float, int, str]]] = []
+    baseline = float("-inf")
+    for bottom, left, height, order, text in placed:
+        if lines and bottom - baseline <= ROW_BASELINE * height:
+            lines[-1].append((left, order, text))
+        else:
+            lines.append([(left, order, text)])
+            baseline = bottom
+    rows = [row for line in lines for row in _consecutive(sorted(line))]
+    # A lone glyph or digit ("„", "9") is no cell to look for: OCR reads it as anything.
+    rows = [[cell for cell in row if len(cell.replace(" ", "")) >= 2] for row in rows]
+    return [row for row in rows if len(row) >= 2 and len("".join(row)) >= 8]
+
+
+def _consecutive(line: list[tuple[float, int, str]]) -> list[list[str]]:
+    """A line's cells, left to right, cut where the text layer's order jumps."""
+    runs: list[list[str]] = []
+    previous = None
+    for _, order, text in line:
+        if previous is None or not 0 < order - previous <= 2:
+            runs.append([])
+        runs[-1].append(text)
+        previous = order
+    return runs
 
 
 def render_like_uocr(pdf: bytes, settings: Settings) -> list[np.ndarray]:
@@ -117,11 +164,18 @@ class DocumentResult:
     # How each page's lines come out: found whole, kept in order (scoring.line_order).
     order_bare: list[LineOrder]
     order_uocr: list[LineOrder]
+    # The share of each page's table rows written whole in one line (scoring.rows_kept).
+    rows_bare: list[float | None]
+    rows_uocr: list[float | None]
 
     def lines(self, reader: str, share: str) -> float:
         """The pages' mean share (``found`` or ``in_order``) for ``bare`` or ``uocr``."""
         orders = self.order_bare if reader == "bare" else self.order_uocr
         return mean_share([getattr(order, share) for order in orders])
+
+    def rows(self, reader: str) -> float:
+        """The pages' mean share of table rows kept whole, for ``bare`` or ``uocr``."""
+        return mean_share(self.rows_bare if reader == "bare" else self.rows_uocr)
 
     @property
     def cer_bare(self) -> float:
@@ -154,6 +208,11 @@ def evaluate(
         order_uocr=[
             line_order(t, layer)
             for t, layer in zip(_padded(uocr_texts, len(refs)), layers, strict=True)
+        ],
+        rows_bare=[rows_kept(t, r) for t, r in zip(bare_texts, document.rows, strict=True)],
+        rows_uocr=[
+            rows_kept(t, r)
+            for t, r in zip(_padded(uocr_texts, len(refs)), document.rows, strict=True)
         ],
     )
 

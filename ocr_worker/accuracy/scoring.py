@@ -140,3 +140,39 @@ def line_order(hypothesis: str, text_layer: str) -> LineOrder:
         found=len(found) / len(distinct) if distinct else None,
         in_order=kept / pairs if pairs else None,
     )
+
+
+# A cell this long is found by its content, as lines are (a few recognition errors allowed);
+# a shorter one ("1 0 0", "red") must be there as it is, but for the recognizer's usual forms of
+# a minus sign and angle brackets ("−0" read "-0", "⟨size⟩" read "(size)").
+_CELL_FUZZY_CHARS = 6
+_CELL_FORMS = str.maketrans("\u2212\u2013\u27e8\u27e9\u3008\u3009", "--()()")
+
+
+def rows_kept(hypothesis: str, rows: list[list[str]]) -> float | None:
+    """The share of a page's table rows whose cells all come out in one line, in order: a
+    table read row by row keeps them (its rows are lines, cells apart by tabs); read column by
+    column, or with its wrapped cells torn from their rows, it does not. ``rows``: the cells of
+    each row of two or more cells, left to right (``bench/accuracy/runner.table_rows``).
+    ``None``: the page has no such row."""
+    if not rows:
+        return None
+    lines = [normalise(line).translate(_CELL_FORMS) for line in hypothesis.splitlines()]
+    kept = sum(any(_cells_in_order(row, line) for line in lines) for row in rows)
+    return kept / len(rows)
+
+
+def _cells_in_order(cells: list[str], line: str) -> bool:
+    at = 0
+    for cell in (reference_text(c).translate(_CELL_FORMS) for c in cells):
+        if len(cell) < _CELL_FUZZY_CHARS:
+            found = line.find(cell, at)
+            if found < 0:
+                return False
+            at = found + len(cell)
+            continue
+        match = fuzz.partial_ratio_alignment(cell, line[at:], score_cutoff=_LINE_MIN_SCORE)
+        if match is None:
+            return False
+        at += match.dest_end
+    return True

@@ -1,7 +1,8 @@
 """uocr against bare RapidOCR on real scanned documents (bench/accuracy/, issue 9).
 
-Seven public manuals from Debian packages (fetched by .ci/setup), 20 pages "scanned" (tilt,
-blur, noise, JPEG), read by ``uocr run`` and by bare RapidOCR on the very pixels uocr renders,
+Seven public manuals from Debian packages (fetched by .ci/setup), 20 pages, and 7 table pages
+of four more (docs/accuracy.md, "Tables"), "scanned" (tilt, blur, noise, JPEG), read by
+``uocr run`` and by bare RapidOCR on the very pixels uocr renders,
 and scored against the pages' own text layers. Both read the same words; what differs is the
 order uocr puts them in and the spaces it adds, so uocr must never be worse than bare RapidOCR.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.accuracy_bench import overall, table
-from bench.accuracy.corpus import CI_DOCUMENTS, STATE_DIR
+from bench.accuracy.corpus import CI_DOCUMENTS, CI_TABLES, STATE_DIR
 from bench.accuracy.runner import BareRapidOcr, DocumentResult, evaluate, run_uocr, scan
 from ocr_worker.accuracy.scoring import bag_error, document_cer, score_page
 from uocr_core.settings import Settings
@@ -31,16 +32,25 @@ pytestmark = pytest.mark.accuracy
 # median 140 edits, 1.7 points), so a real order regression still fails. See bench/RESULTS.md.
 MARGIN = 0.005
 OVERALL_RATIO = 0.8
-DOC_IDS = [doc.doc_id for doc in CI_DOCUMENTS]
+SUITE = CI_DOCUMENTS + CI_TABLES
+DOC_IDS = [doc.doc_id for doc in SUITE]
+TABLE_IDS = {doc.doc_id for doc in CI_TABLES}
+# A table page's text layer lists a row whose cells wrap as the lines stand on the page (the
+# source set each line as a row of its own: "pdfborder 0 0 1 width of PDF link border", then
+# "0 0 0 (colorlinks)"), while uocr keeps each cell whole ("0 0 1 0 0 0", then "width of PDF link
+# border (colorlinks)"), as a reader of the table would: on hyperref's page 20 that costs 1.3
+# points of CER where bare RapidOCR, reading line by line, has none. The table documents get a
+# point for it; a table read column by column costs tens of points (bench/RESULTS.md).
+TABLE_MARGIN = 0.01
 
 
-def allowed_cer(cer_bare: float) -> float:
-    return cer_bare + MARGIN
+def allowed_cer(cer_bare: float, doc_id: str = "") -> float:
+    return cer_bare + (TABLE_MARGIN if doc_id in TABLE_IDS else MARGIN)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DocumentResult]:
-    missing = [str(doc.pdf_path) for doc in CI_DOCUMENTS if not doc.pdf_path.is_file()]
+    missing = [str(doc.pdf_path) for doc in SUITE if not doc.pdf_path.is_file()]
     if missing:
         message = f"documents not fetched (bash .ci/setup fetches them): {missing}"
         if os.environ.get("UOCR_REQUIRE_SERVICES"):  # CI: never skip silently
@@ -48,7 +58,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DocumentResul
         pytest.skip(message)
     settings, bare = Settings(), BareRapidOcr()
     work = tmp_path_factory.mktemp("accuracy")
-    done = {doc.doc_id: evaluate(scan(doc), settings, work, bare) for doc in CI_DOCUMENTS}
+    done = {doc.doc_id: evaluate(scan(doc), settings, work, bare) for doc in SUITE}
     _keep_table(list(done.values()), STATE_DIR / "last_run.md")
     return done
 
@@ -65,9 +75,10 @@ def test_uocr_reads_no_worse_than_bare_rapidocr(
     results: dict[str, DocumentResult], doc_id: str
 ) -> None:
     result = results[doc_id]
-    assert result.cer_uocr <= allowed_cer(result.cer_bare), (
+    allowed = allowed_cer(result.cer_bare, doc_id)
+    assert result.cer_uocr <= allowed, (
         f"{doc_id}: uocr CER {result.cer_uocr:.2%} vs bare RapidOCR {result.cer_bare:.2%} "
-        f"(allowed {allowed_cer(result.cer_bare):.2%}); per page uocr "
+        f"(allowed {allowed:.2%}); per page uocr "
         f"{[f'{s.cer:.1%}' for s in result.uocr]}, bare {[f'{s.cer:.1%}' for s in result.bare]}"
     )
 
@@ -93,6 +104,13 @@ LINES_FLOOR = {  # document: (found, in order); measured 2026-12-07 (bench/RESUL
     "octave-oop": (0.96, 0.97),  # 1.000, 1.000
     "xecjk": (0.94, 0.97),  # 0.983, 1.000 (bare: 0.925)
     "cjkpunct": (0.96, 0.97),  # 1.000, 1.000
+    # The table pages (CI_TABLES); measured 2026-12-07. Before tables were told from page
+    # columns, fntguide's side-by-side tables were read across both: 0.761 in order.
+    "hyperref-options": (0.96, 0.97),  # 1.000, 1.000
+    "unicode-math-dims": (0.96, 0.93),  # 1.000, 0.957
+    "fntguide-symbols": (0.96, 0.94),  # 1.000, 0.968 (bare: 0.761)
+    "ctex-tables": (0.96, 0.93),  # 1.000, 0.957
+    "qyxf-colours": (0.96, 0.97),  # 1.000, 1.000
 }
 
 
@@ -111,18 +129,49 @@ def test_uocr_writes_each_documents_lines_whole_and_in_order(
     )
 
 
+# Ratchets on the table pages: the share of each page's table rows (two or more cells on one
+# baseline, in the text layer's order: runner.table_rows) written whole on one line, in order
+# (scoring.rows_kept). A table read as two page columns, its wrapped cells torn from their
+# rows, loses most of them: hyperref's page 16 kept 0.133 of its rows so (bench/RESULTS.md).
+ROWS_FLOOR = {  # measured 2026-12-07
+    "hyperref-options": 0.92,  # 0.956 (pages 0.933, 0.979; bare 0.061)
+    "unicode-math-dims": 0.86,  # 0.895 (bare 0.000)
+    "fntguide-symbols": 0.97,  # 1.000 (bare 0.000)
+    "ctex-tables": 0.94,  # 0.972 (bare 0.094)
+    "qyxf-colours": 0.97,  # 1.000 (bare 0.000)
+}
+
+
+@pytest.mark.parametrize("doc_id", sorted(ROWS_FLOOR))
+def test_uocr_keeps_each_table_row_whole(results: dict[str, DocumentResult], doc_id: str) -> None:
+    result = results[doc_id]
+    kept = result.rows("uocr")
+    assert kept >= ROWS_FLOOR[doc_id], (
+        f"{doc_id}: table rows kept {kept:.3f} (floor {ROWS_FLOOR[doc_id]:.3f}; bare "
+        f"{result.rows('bare'):.3f}); per page {result.rows_uocr}"
+    )
+
+
 # The relative-to-bare check by kind of page: uocr's CER over a class's documents at most this
 # share of bare RapidOCR's. Measured: prose 0.85x, two columns 0.06x, tables 0.85x, Chinese
-# 0.09x. Where bare reads the order right, both make a few dozen errors and one character moves
-# the ratio by ~0.08: there the gate is "no worse than bare" (1.0); where uocr's order is what
-# matters, a ratchet just above what it measured.
+# 0.09x; the table pages (wrapping, side by side, Chinese: CI_TABLES) 0.20x. Where bare reads
+# the order right, both make a few dozen errors and one character moves the ratio by ~0.08:
+# there the gate is "no worse than bare" (1.0); where uocr's order is what matters, a ratchet
+# just above what it measured.
 PAGE_CLASSES = {
     "prose": ("r-admin",),
     "two columns": ("r-exts-index",),
     "tables": ("r-lang", "r-data", "octave-oop"),
     "chinese": ("xecjk", "cjkpunct"),
+    "table pages": tuple(doc.doc_id for doc in CI_TABLES),
 }
-CLASS_RATIO = {"prose": 1.0, "two columns": 0.12, "tables": 1.0, "chinese": 0.2}
+CLASS_RATIO = {
+    "prose": 1.0,
+    "two columns": 0.12,
+    "tables": 1.0,
+    "chinese": 0.2,
+    "table pages": 0.3,
+}
 
 
 @pytest.mark.parametrize("page_class", list(PAGE_CLASSES))

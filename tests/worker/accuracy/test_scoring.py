@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pymupdf
+
 from ocr_worker.accuracy.scoring import (
     LineOrder,
     PageScore,
@@ -12,6 +14,7 @@ from ocr_worker.accuracy.scoring import (
     normalise,
     page_order_ok,
     reference_text,
+    rows_kept,
 )
 
 
@@ -89,3 +92,47 @@ def test_two_halves_of_a_page_swapped_keep_their_lines_but_not_their_order() -> 
     swapped = line_order(" ".join(lines[3:] + lines[:3]), LAYER)
     assert swapped.found == 1.0
     assert swapped.in_order is not None and swapped.in_order < 0.7
+
+
+ROWS = [
+    ["pdfauthor", "text", "Sets the document information Author field"],
+    ["pdftrapped", "name", "empty", "Sets the document information Trapped entry."],
+    ["pdfinfo", "key value", "empty", "Alternative interface for setting the document"],
+]
+
+
+def test_a_table_row_kept_on_one_line_in_order_counts_whatever_separates_its_cells() -> None:
+    read = "\n".join("\t".join(row) for row in ROWS)
+    assert rows_kept(read, ROWS) == 1.0
+    # The recognizer's usual misreadings: a minus for a hyphen, a letter in a long cell.
+    assert rows_kept("\u22120 36 36.135\nx", [["-0", "36", "36.135"]]) == 1.0
+    assert rows_kept("pdfauthor text Sets the docurnent information Author field", ROWS[:1]) == 1.0
+
+
+def test_a_table_read_as_two_columns_loses_its_rows() -> None:
+    names = "\n".join(" ".join(row[:-1]) for row in ROWS)
+    descriptions = "\n".join(row[-1] for row in ROWS)
+    assert rows_kept(names + "\n" + descriptions, ROWS) == 0.0
+    swapped = "\n".join(" ".join(reversed(row)) for row in ROWS)  # cells out of order
+    assert rows_kept(swapped, ROWS) == 0.0
+    assert rows_kept("anything", []) is None
+
+
+def test_a_pages_table_rows_are_its_cells_on_one_baseline_in_the_text_layers_order() -> None:
+    from bench.accuracy.runner import table_rows
+
+    with pymupdf.open() as pdf:
+        page = pdf.new_page()
+        page.insert_text((50, 80), "A line of prose across the page, one cell.")
+        for n in range(3):  # two tables side by side, the left one written first
+            page.insert_text((50, 120 + 20 * n), f"left{n}")
+            page.insert_text((150, 120 + 20 * n), f"value {n}")
+        for n in range(3):
+            page.insert_text((320, 120 + 20 * n), f"right{n}")
+            page.insert_text((420, 120 + 20 * n), f"other {n}")
+        rows = table_rows(page)
+    assert sorted(map(tuple, rows)) == sorted(
+        (f"{side}{n}", f"{word} {n}")
+        for side, word in (("left", "value"), ("right", "other"))
+        for n in range(3)
+    )
