@@ -81,6 +81,9 @@ class PageResult(BaseModel):
     error: str | None = None
     # A page that was cut by its token budget or caught looping is flagged here, never clean.
     warnings: list[str] = Field(default_factory=list)
+    # How sure the engine is of the page's text, from 0 to 1 (the CPU engine: its lines' scores
+    # weighted by their length); None where the engine gives none.
+    confidence: float | None = None
     engine: str = ""
     model_version: str = ""  # the named model version whose worker produced the page
     duration_ms: int | None = None

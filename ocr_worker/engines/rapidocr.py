@@ -92,7 +92,16 @@ def page_result_from_boxes(
         blocks=[_block(block) for block in blocks],
         width=width,
         height=height,
+        confidence=page_confidence(boxes),
     )
+
+
+def page_confidence(boxes: list[TextBox]) -> float | None:
+    """The recognizer's line scores weighted by each line's characters: a page of long lines
+    read well is not pulled down by a stray mark scored low, nor lifted by page numbers."""
+    weights = [(box.score, len(box.text.strip())) for box in boxes if box.text.strip()]
+    total = sum(chars for _, chars in weights)
+    return round(sum(s * chars for s, chars in weights) / total, 4) if total else None
 
 
 def _block(block: LayoutBlock) -> Block:

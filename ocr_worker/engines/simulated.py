@@ -84,7 +84,14 @@ class SimulatedEngine(OcrEngine):
             width=width,
             height=height,
             engine=self.name,
+            confidence=_confidence(seed),
         )
+
+
+def _confidence(seed: str) -> float:
+    """Between 0.80 and 1.00, the same for the same page: as spread as a real scan's pages."""
+    digest = hashlib.blake2b(f"{seed}:confidence".encode(), digest_size=2).digest()
+    return round(0.8 + 0.2 * int.from_bytes(digest) / 0xFFFF, 4)
 
 
 def _text(seed: str, length: int) -> str:

@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 
 from ocr_worker.engines.base import PageGroupInput, PageImage
-from ocr_worker.engines.rapidocr import RapidOcrEngine
+from ocr_worker.engines.layout import TextBox
+from ocr_worker.engines.rapidocr import RapidOcrEngine, page_confidence
 from tests.factories import character_error_rate
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
@@ -46,6 +47,7 @@ def test_a_two_column_page_reads_each_column_whole(engine: RapidOcrEngine) -> No
     assert character_error_rate(expected, result.text) < 0.05, result.text
     assert result.blocks[0].label == "title"
     assert result.markdown.startswith("# Annual Report\n\n")  # 22pt over 12pt: a title
+    assert result.confidence is not None and result.confidence > 0.9  # clean print, read well
     x1, y1, x2, y2 = result.blocks[1].bbox  # boxes are in page pixels (150 dpi here)
     assert 100 < x1 < 150 and x2 < 600 and y1 < y2
 
@@ -141,3 +143,13 @@ def test_a_sheet_fed_upside_down_or_sideways_is_read_upright(
     as_it_lies = RapidOcrEngine(threads=2, auto_rotate=False).recognize_page(PageImage(2, fed))
     assert as_it_lies.rotation == 0
     assert character_error_rate(expected.text, as_it_lies.text) > 0.3  # what it was before
+
+
+def test_a_pages_confidence_weighs_its_lines_by_their_characters() -> None:
+    long_line = TextBox.from_rect(0, 0, 900, 30, "a long line of body text read well", 0.98)
+    stray = TextBox.from_rect(0, 40, 20, 60, "~", 0.10)
+    assert page_confidence([long_line, stray]) == pytest.approx(
+        (0.98 * 34 + 0.10) / 35, abs=1e-4
+    )  # kept to 4 places
+    assert page_confidence([stray]) == pytest.approx(0.10)
+    assert page_confidence([]) is None  # a blank page says nothing
