@@ -30,6 +30,7 @@ class Action(StrEnum):
     BATCH_CANCELED = "batch.canceled"
     RESULT_DOWNLOADED = "result.downloaded"
     WEBHOOK_RESENT = "webhook.resent"
+    PAGE_REVIEWED = "page.reviewed"
     WORKER_STARTED = "worker.started"
 
 

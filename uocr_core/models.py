@@ -10,12 +10,14 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    Float,
     ForeignKey,
     Index,
     Integer,
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -73,6 +75,7 @@ class Batch(Base):
 
 _WAITING = "admitted_at IS NULL AND status = 'queued'"
 _RESULTS_KEPT = "results_deleted_at IS NULL AND deleted_at IS NULL"
+_TO_REVIEW = "needs_review AND reviewed_at IS NULL"
 
 
 class Job(Base):
@@ -161,7 +164,18 @@ class Page(Base):
 
     __tablename__ = "pages"
     # Both lead with job_id: they index it (a row a page: each index more is written a page).
-    __table_args__ = (UniqueConstraint("job_id", "page_no"), UniqueConstraint("job_id", "position"))
+    __table_args__ = (
+        UniqueConstraint("job_id", "page_no"),
+        UniqueConstraint("job_id", "position"),
+        # The review list, oldest first: only the pages still to review, however many pages.
+        Index(
+            "ix_pages_to_review",
+            "finished_at",
+            "id",
+            postgresql_where=text(_TO_REVIEW),
+            sqlite_where=text(_TO_REVIEW),
+        ),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer)
@@ -179,6 +193,12 @@ class Page(Base):
     # What produced the result, as the worker that recorded it says (unset until then).
     model_version: Mapped[str | None] = mapped_column(String(64))
     engine: Mapped[str | None] = mapped_column(String(32))
+    # The engine's confidence in the page (0-1), and whether a person should look at it: read
+    # with a warning or below settings.review_confidence_below; then who looked, and when.
+    confidence: Mapped[float | None] = mapped_column(Float)
+    needs_review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    reviewed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    reviewed_by: Mapped[str | None] = mapped_column(String(200))
     job: Mapped[Job] = relationship(back_populates="pages")
 
 

@@ -303,6 +303,9 @@ class Settings(BaseSettings):
     # A job's status lists every page of a document this long or shorter; a longer one's status
     # is a summary unless the client asks for pages (all, or a range: this many at a time).
     status_pages_inline: int = Field(300, ge=1, le=10_000)
+    # A page read with less confidence than this goes on the tenant's review list (as does one
+    # read with a warning, or one that failed). RapidOCR scores clean print 0.95-1.0.
+    review_confidence_below: float = Field(0.85, ge=0, le=1)
 
     database: DatabaseSettings = DatabaseSettings()
     redis: RedisSettings = RedisSettings()

@@ -83,6 +83,9 @@ def public(job: Job, settings: Settings, listed: ListedPages) -> JobPublic:
                 finished_at=p.finished_at,
                 model_version=p.model_version,
                 engine=p.engine,
+                confidence=p.confidence,
+                needs_review=p.needs_review,
+                reviewed_at=p.reviewed_at,
             )
             for p in listed.pages
         ],

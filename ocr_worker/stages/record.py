@@ -60,11 +60,20 @@ def record_group(
             page.status, page.error = result.status, result.error
             page.result_key, page.warnings = keys[page.page_no], result.warnings
             page.model_version, page.engine = result.model_version, result.engine
+            page.confidence = result.confidence
+            page.needs_review = _worth_a_look(result, parts.settings.review_confidence_below)
             page.finished_at = now
             page.duration_ms = result.duration_ms or int(
                 (now - (page.started_at or now)).total_seconds() * 1000
             )
         return True
+
+
+def _worth_a_look(result: PageResult, confidence_below: float) -> bool:
+    """A page for the review list: it failed, was read with a warning (cut, looping, empty),
+    or with less confidence than the deployment accepts."""
+    low = result.confidence is not None and result.confidence < confidence_below
+    return result.status == "failed" or bool(result.warnings) or low
 
 
 def _still_ours(sessions: sessionmaker[Session], claimed: ClaimedGroup) -> bool:

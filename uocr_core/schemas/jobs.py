@@ -47,6 +47,35 @@ class PagePublic(BaseModel):
         None, description="the model version whose worker produced the page (null until then)"
     )
     engine: str | None = Field(None, description="the engine that produced the page")
+    confidence: float | None = Field(
+        None, description="the engine's confidence in the page's text, 0-1 (null if it gives none)"
+    )
+    needs_review: bool = Field(
+        False, description="on the review list: failed, read with a warning, or low confidence"
+    )
+    reviewed_at: datetime | None = None
+
+
+class ReviewPagePublic(BaseModel):
+    """A page on the review list, with what a reviewer needs to find it."""
+
+    job_id: str
+    page: int
+    source: str | None = Field(None, description="the document's file name")
+    batch_id: str | None
+    status: PageStatus
+    confidence: float | None
+    warnings: list[str]
+    error: str | None
+    finished_at: datetime | None
+    page_url: str = Field(description="the page's result (GET)")
+    image_url: str = Field(description="the page's scan (GET)")
+    review_url: str = Field(description="POST here to mark the page reviewed")
+
+
+class ReviewList(BaseModel):
+    pages: list[ReviewPagePublic]
+    next_cursor: str | None
 
 
 class JobSummary(BaseModel):

@@ -1,0 +1,1 @@
+"""The review list: pages worth a human look."""
