@@ -140,11 +140,19 @@ def status(batch_or_job_id: str) -> None:
     show_default=True,
     help=f"Comma-separated, of: {', '.join(FORMATS)}.",
 )
-def fetch(batch_or_job_id: str, out_dir: Path, formats: str) -> None:
+@click.option(
+    "--review",
+    is_flag=True,
+    help="Write the batch's pages to review (review.jsonl), not its results.",
+)
+def fetch(batch_or_job_id: str, out_dir: Path, formats: str, review: bool) -> None:
     """Write the results under OUT, each under its input file's name."""
     from uocr_client import ApiError
     from uocr_client.archive import fetch_batch, output_path
 
+    if review:
+        _fetch_review(batch_or_job_id, out_dir)
+        return
     chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
     if unknown := [f for f in chosen if f not in FORMATS]:
         raise CliError(f"unknown format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
@@ -161,6 +169,19 @@ def fetch(batch_or_job_id: str, out_dir: Path, formats: str) -> None:
                 target.write_bytes(client.result(job.id, fmt))
             written, missing = len(chosen), []
     click.echo(f"{written} files under {out_dir}; {len(missing)} documents without a result")
+
+
+def _fetch_review(batch_id: str, out_dir: Path) -> None:
+    """The batch's pages worth a look, oldest first, a JSON object a line: what a reviewer
+    opens in the morning (each names the document, the page, why, and where to mark it)."""
+    with _client() as client:
+        client.batch(batch_id)  # a 404 names the batch, not an empty list
+        pages = list(client.review(batch_id=batch_id))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / "review.jsonl"
+    lines = [page.model_dump_json() + "\n" for page in pages]
+    target.write_text("".join(lines), encoding="utf-8")
+    click.echo(f"{len(pages)} pages to review in {target}")
 
 
 def _follow(client: Any, batch_id: str, progress: Any) -> Any:

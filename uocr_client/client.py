@@ -17,7 +17,15 @@ import httpx
 from uocr_client.errors import ApiError
 from uocr_core.contracts import PageResult
 from uocr_core.schemas.batches import BatchAdded, BatchPublic
-from uocr_core.schemas.jobs import JobAccepted, JobList, JobPublic, JobSummary, ResultLink
+from uocr_core.schemas.jobs import (
+    JobAccepted,
+    JobList,
+    JobPublic,
+    JobSummary,
+    ResultLink,
+    ReviewList,
+    ReviewPagePublic,
+)
 from uocr_core.schemas.uploads import UploadTarget
 
 TERMINAL = ("succeeded", "failed", "canceled")
@@ -203,6 +211,24 @@ class UocrClient:
             if page.next_cursor is None:
                 return
             params["cursor"] = page.next_cursor
+
+    def review(
+        self, *, batch_id: str | None = None, page_size: int = 500
+    ) -> Iterator[ReviewPagePublic]:
+        """The tenant's pages to review (a batch's only, if named), oldest first."""
+        params: dict[str, Any] = {"limit": page_size}
+        if batch_id is not None:
+            params["batch_id"] = batch_id
+        while True:
+            page = ReviewList.model_validate(self._send("GET", "/v1/review", params=params).json())
+            yield from page.pages
+            if page.next_cursor is None:
+                return
+            params["cursor"] = page.next_cursor
+
+    def mark_reviewed(self, job_id: str, page_no: int) -> dict[str, Any]:
+        answer = self._send("POST", f"/v1/jobs/{job_id}/pages/{page_no}/reviewed")
+        return answer.json()  # type: ignore[no-any-return]
 
     def batch_manifest(self, batch_id: str) -> list[dict[str, Any]]:
         text = self._send("GET", f"/v1/batches/{batch_id}/manifest").text

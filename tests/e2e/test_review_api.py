@@ -1,20 +1,27 @@
 """The review list over HTTP on the real stack (Postgres, S3): GET /v1/review lists a
 tenant's pages worth a look, oldest first; POST .../pages/{n}/reviewed takes one off; bad
-queries get clear 4xx answers, and no tenant sees or marks another's pages. (Which pages the
-record stage puts on the list: tests/worker/test_review_list.py.)"""
+queries get clear 4xx answers, and no tenant sees or marks another's pages; ``uocr fetch
+--review`` writes a batch's list. (Which pages the record stage puts on the list:
+tests/worker/test_review_list.py.)"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 from fastapi.testclient import TestClient
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
+from tests.e2e.conftest import Service
 from tests.factories import sample_pages, scanned_pdf
 from uocr_core.db import transaction, utcnow
-from uocr_core.models import Page
+from uocr_core.models import Batch, Job, Page
 
 
 def test_pages_to_review_are_listed_marked_and_kept_to_their_tenant(
@@ -89,3 +96,48 @@ def test_pages_to_review_are_listed_marked_and_kept_to_their_tenant(
             )
             huge = f"/v1/jobs/{first}/pages/{10**20}/reviewed"
             assert client.post(huge, headers=auth).status_code == 422
+
+
+def test_uocr_fetch_review_writes_the_batchs_pages_to_review(
+    service: Service, tmp_path: Path
+) -> None:
+    """A batch read by the real workers; one page of it on the review list (as a low
+    confidence would put it there); ``uocr fetch BATCH --review`` writes that page, with the
+    document's name and where to mark it, and nothing of another batch."""
+    tenant = service.stack.new_tenant()
+    folder = tmp_path / "box"
+    folder.mkdir()
+    for n in range(2):
+        pdf = scanned_pdf(sample_pages(2, lines=2, seed=90 + n))
+        (folder / f"contract-{n}.pdf").write_bytes(pdf)
+    env = {**os.environ, **service.stack.env, "UOCR_URL": service.api_url}
+    env["UOCR_API_KEY"] = tenant.api_key
+
+    def uocr(*args: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-m", "uocr_cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run.stdout
+
+    uocr("submit", str(folder), "--batch", "contracts", "--wait")
+    with service.stack.sessions() as session:
+        batch_id = session.scalar(select(Batch.id).where(Batch.name == "contracts"))
+        job_id = session.scalar(
+            select(Job.id).where(Job.batch_id == batch_id, Job.source_name == "contract-1.pdf")
+        )
+    with transaction(service.stack.sessions) as session:
+        session.execute(
+            update(Page)
+            .where(Page.job_id == job_id, Page.page_no == 2)
+            .values(needs_review=True, confidence=0.42)
+        )
+    assert "1 pages to review" in uocr("fetch", str(batch_id), "--out", str(tmp_path), "--review")
+    (line,) = (tmp_path / "review.jsonl").read_text().splitlines()
+    page = json.loads(line)
+    assert (page["job_id"], page["page"], page["source"]) == (job_id, 2, "contract-1.pdf")
+    assert page["confidence"] == 0.42 and page["review_url"].startswith(service.api_url)
