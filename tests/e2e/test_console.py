@@ -235,6 +235,7 @@ def test_console_upload_watch_read_download_cancel_and_tenancy(
     _check_page_view(browser, service, owner, job_id, screenshots)
     canceled = _cancel_another_job(browser, service, owner, screenshots)
     _check_failed_page(browser, service, owner, damaged)
+    _check_review_list(browser, service, owner, damaged, screenshots)
     _check_jobs_list(browser, [canceled, job_id, damaged], screenshots)
 
     assert owner.api_key not in browser.current_url
@@ -407,6 +408,40 @@ def _check_failed_page(
     assert reason in _find(browser, "#page-error").text
     browser.find_element(By.ID, "prev-page").click()
     assert "repaired file" in _find(browser, "#page-warnings").text
+
+
+def _check_review_list(
+    browser: WebDriver, service: Service, tenant: CreatedKey, damaged: str, screenshots: Path
+) -> None:
+    """The damaged document's pages are on the review list (failed: 3, 4; read with a
+    warning: 1, 2), with why; one opens beside its scan, and marked reviewed it leaves the
+    list, in the console and in the API."""
+    browser.find_element(By.ID, "nav-review").click()
+    row = _find(browser, f'#review tr[data-job-id="{damaged}"][data-page="3"]')
+    listed = {
+        int(r.get_attribute("data-page") or 0)
+        for r in browser.find_elements(By.CSS_SELECTOR, f'#review tr[data-job-id="{damaged}"]')
+    }
+    assert listed == {1, 2, 3, 4}
+    assert "damaged" in row.find_element(By.CSS_SELECTOR, ".review-reason").text
+    _shot(browser, screenshots, "review")
+    row.find_element(By.CSS_SELECTOR, ".mark-reviewed").click()
+    _wait(
+        lambda: (
+            not browser.find_elements(
+                By.CSS_SELECTOR, f'#review tr[data-job-id="{damaged}"][data-page="3"]'
+            )
+        ),
+        10,
+        "the reviewed page to leave the list",
+    )
+    with service.client(tenant) as client:
+        left = client.get("/v1/review").raise_for_status().json()["pages"]
+    assert sorted(p["page"] for p in left if p["job_id"] == damaged) == [1, 2, 4]
+    browser.find_element(
+        By.CSS_SELECTOR, f'#review tr[data-job-id="{damaged}"][data-page="4"] a'
+    ).click()
+    _find(browser, "#page-error")  # the page beside its scan, saying why it failed
 
 
 def _check_jobs_list(browser: WebDriver, newest_first: list[str], screenshots: Path) -> None:

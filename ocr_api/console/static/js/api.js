@@ -66,6 +66,17 @@ export class ApiClient {
     return this.json(`/v1/jobs?${query}`);
   }
 
+  /** The tenant's pages to review, oldest first (docs/http-api.md, "Pages to review"). */
+  pagesToReview({ limit = 100, cursor = null } = {}) {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    return this.json(`/v1/review?${query}`);
+  }
+
+  markReviewed(jobId, pageNo) {
+    return this.json(`/v1/jobs/${encodeURIComponent(jobId)}/pages/${pageNo}/reviewed`, { method: "POST" });
+  }
+
   listBatches({ limit = 20 } = {}) {
     return this.json(`/v1/batches?limit=${limit}`);
   }

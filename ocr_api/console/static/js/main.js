@@ -1,4 +1,5 @@
-// The console's shell: a hash router (#/jobs, #/upload, #/jobs/<id>, #/jobs/<id>/pages/<n>),
+// The console's shell: a hash router (#/jobs, #/upload, #/review, #/jobs/<id>,
+// #/jobs/<id>/pages/<n>),
 // the signed-in state, and one view at a time. A view is {element, focus?, stop()}: stop()
 // ends its polling and frees its blob URLs when the reader moves on.
 
@@ -7,6 +8,7 @@ import { replace } from "./dom.js";
 import { jobView } from "./views/job.js";
 import { jobsView } from "./views/jobs.js";
 import { pageView } from "./views/page.js";
+import { reviewView } from "./views/review.js";
 import { signInView } from "./views/signin.js";
 import { uploadView } from "./views/upload.js";
 
@@ -15,6 +17,7 @@ const ROUTES = [
   [new RegExp(`^#/jobs/${JOB_ID}/pages/(\\d+)$`), (ctx, m) => pageView(ctx, m[1], Number(m[2]))],
   [new RegExp(`^#/jobs/${JOB_ID}$`), (ctx, m) => jobView(ctx, m[1])],
   [/^#\/upload$/, (ctx) => uploadView(ctx)],
+  [/^#\/review$/, (ctx) => reviewView(ctx)],
   [/^#\/jobs(?:\?(.*))?$/, (ctx, m) => jobsView(ctx, new URLSearchParams(m[1] || ""))],
 ];
 
