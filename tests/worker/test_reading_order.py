@@ -141,7 +141,10 @@ def _wrapping_table(top: float, rows: int) -> tuple[list[Straight], list[list[st
                 Straight(520, y, "key value" if n == 6 else "name", width=70 + 130 * (n == 6))
             ]
         boxes += [Straight(650 + 80 * (n == 6), y, "empty", width=90)]
-        boxes += [Straight(880, y + PITCH * k, part, width=560) for k, part in enumerate(wrapped)]
+        for k, part in enumerate(wrapped):  # a cell's last line ends short
+            boxes.append(
+                Straight(880, y + PITCH * k, part, width=560 if k + 1 < len(wrapped) else 300)
+            )
         expected.append([f"opt{n}name", *wrapped])
         y += PITCH * len(wrapped)
     return boxes, expected
@@ -201,3 +204,17 @@ def test_two_tables_side_by_side_read_one_after_the_other_above_their_caption() 
     text = "\n".join(_read(group(200, "a") + group(860, "b") + [caption]))
     firsts = [f"\\asymbol{n}" for n in range(20)] + [f"\\bsymbol{n}" for n in range(20)]
     assert _in_rows(text, [[first] for first in firsts] + [[caption.text]])
+
+
+def test_a_column_of_paragraphs_apart_by_blank_lines_beside_another_is_no_table() -> None:
+    # Regression: the right column's lines (fewer, on the left's baselines, with gaps where its
+    # paragraphs break) looked like a table's row heads beside wrapped cells; but beside a
+    # paragraph break the left column's lines run on, full, where a cell would end short.
+    left = _prose("L", 30, chars=38)
+    right, y = [], 300.0
+    for n in range(6):
+        right += [Straight(880, y + PITCH * k, f"R{n}.{k} " + "x" * 33) for k in range(4)]
+        y += PITCH * 5  # four lines, then a blank one
+    lines = _read(paragraph(200, 300, left, indent=0) + right)
+    assert lines[:30] == left
+    assert lines[30:] == [box.text for box in right]

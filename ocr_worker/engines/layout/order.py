@@ -40,11 +40,17 @@ LINE_FILL = 0.7
 # A table whose last column wraps looks like two page columns (label cells | wrapped text, of
 # similar widths, both filled). But its label side holds a line only where a row starts: fewer
 # lines over the same height, each on a baseline of the other side, with gaps where a cell wraps.
-# Page columns each run on their own: no side is that sparse, or their baselines do not all meet.
+# Page columns run on their own: one broken into paragraphs by blank lines can be as sparse, on
+# the other's baselines, but then the other's lines run on full beside its breaks, where a wrapped
+# cell's last line ends short.
 SPARSE_LINES = 0.8  # the label side holds at most this share of the other side's lines
 SAME_SPAN = 0.8  # ... over at least this share of its height
 ALIGNED = 0.9  # ... this share of them on one of its baselines
 MIN_WRAPS = 3  # ... with at least this many gaps where a cell wraps
+# ... and most of its lines (this share) beside a line that follows a short one (ending before
+# this share of the side's width): the last line of the cell above.
+ROWS_AFTER_CELL_END = 0.5
+CELL_END = 0.85
 
 
 # Pages are set in at most four columns, each of which may hold one stripe of its own (an
@@ -160,10 +166,27 @@ def _row_heads(left: list[Placed], right: list[Placed]) -> bool:
         return False
     if sparse[-1].cy - sparse[0].cy < SAME_SPAN * (dense[-1].cy - dense[0].cy):
         return False
-    aligned = sum(any(abs(a.cy - b.cy) <= a.height / 2 for b in dense) for a in sparse)
+    beside = [_beside(line, dense) for line in sparse]
     pitch = line_pitch(dense)
     wraps = sum(b.cy - a.cy > 1.5 * pitch for a, b in zip(sparse, sparse[1:], strict=False))
-    return aligned >= ALIGNED * len(sparse) and wraps >= MIN_WRAPS
+    if sum(n is not None for n in beside) < ALIGNED * len(sparse) or wraps < MIN_WRAPS:
+        return False
+    # A row head stands beside a cell's first line, so the line above that is a cell's last:
+    # short, most rows. Beside a column of text broken into paragraphs by blank lines, the
+    # other column's lines run on, full, across those breaks.
+    left = min(line.x1 for line in dense)
+    width = max(line.x2 for line in dense) - left
+    above = [dense[n - 1] for n in beside[1:] if n]
+    short = sum(line.x2 - left < CELL_END * width for line in above)
+    return short >= ROWS_AFTER_CELL_END * len(above)
+
+
+def _beside(line: Line, others: list[Line]) -> int | None:
+    """The index of the line of ``others`` on ``line``'s baseline, if any."""
+    return next(
+        (n for n, other in enumerate(others) if abs(line.cy - other.cy) <= line.height / 2),
+        None,
+    )
 
 
 def _filled(column: list[Placed]) -> bool:
