@@ -174,10 +174,10 @@ def _row_heads(left: list[Placed], right: list[Placed]) -> bool:
     # A row head stands beside a cell's first line, so the line above that is a cell's last:
     # short, most rows. Beside a column of text broken into paragraphs by blank lines, the
     # other column's lines run on, full, across those breaks.
-    left = min(line.x1 for line in dense)
-    width = max(line.x2 for line in dense) - left
+    edge = min(line.x1 for line in dense)
+    width = max(line.x2 for line in dense) - edge
     above = [dense[n - 1] for n in beside[1:] if n]
-    short = sum(line.x2 - left < CELL_END * width for line in above)
+    short = sum(line.x2 - edge < CELL_END * width for line in above)
     return short >= ROWS_AFTER_CELL_END * len(above)
 
 
