@@ -8,7 +8,7 @@ A chunk is a run of the Markdown's blocks (paragraphs, list items, tables, code,
 - a paragraph that runs on from one page to the next (its first half ends mid-sentence, the
   second starts in lower case) is one block, so its chunk lists both pages.
 
-Provenance: ``spans`` are the chunk's pieces as ``[start, end)`` character offsets into
+Provenance: ``spans`` are the chunk's pieces as ``[start, end)`` offsets (code points) into
 result.md, in order and never overlapping; between the chunks' spans lie only the page
 markers and blank lines, so the chunks cover every other character of the Markdown once.
 ``pages`` and ``boxes`` (each a page and a box in that page's pixels) are those of the page
@@ -29,7 +29,10 @@ MAX_CHARS = 1500  # about 400 tokens of English: a common retrieval chunk
 FURNITURE = frozenset({"header", "footer", "page_number"})  # not in the Markdown
 _HEADING = re.compile(r"^(#{1,6}) +(.*)$")
 _FENCE = re.compile(r"^(```|~~~)")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_SPACE = re.compile(r"\s+")
+# A sentence ends at a stop and a space, or at a CJK full stop, which needs none after it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ENDS_SENTENCE = re.compile(r"[.!?:;。！？：；)\]\"'”」』]$")
 
 
@@ -65,7 +68,7 @@ class ChunkWriter:
 
     def __init__(self, out: TextIO, max_chars: int = MAX_CHARS) -> None:
         self.out, self.max_chars = out, max_chars
-        self.headings: list[str] = []
+        self.outline: list[tuple[int, str]] = []  # (level, heading) of the headings open here
         self.chunk = _Chunk([])
         self.count = 0
 
@@ -87,23 +90,29 @@ class ChunkWriter:
             and last.kind == piece.kind == "text"
             and last.page != piece.page
             and not _ENDS_SENTENCE.search(last.text)
-            and piece.text[:1].islower()
+            and (piece.text[:1].islower() or _CJK.match(piece.text) is not None)
         )
 
     def _add(self, piece: _Piece, continued: bool) -> None:
         if piece.kind == "heading":
             self._flush()
-            self.headings = self.headings[: piece.level - 1] + [_heading_text(piece.text)]
-            self.chunk = _Chunk(list(self.headings))
+            # A heading closes every open one of its level or deeper, whatever levels it skips.
+            self.outline = [(n, t) for n, t in self.outline if n < piece.level]
+            self.outline.append((piece.level, _heading_text(piece.text)))
+            self.chunk = _Chunk(self.headings)
         for part in _cut(piece, self.max_chars):
             fits = self.chunk.chars + 2 + len(part.text) <= self.max_chars
             if self.chunk.pieces and not continued and not fits and not self._only_headings():
                 self._flush()
-                self.chunk = _Chunk(list(self.headings))
+                self.chunk = _Chunk(self.headings)
             if self.chunk.pieces:
                 self.chunk.joins.append(" " if continued else "\n\n")
             self.chunk.pieces.append(part)
             continued = False
+
+    @property
+    def headings(self) -> list[str]:
+        return [text for _, text in self.outline]
 
     def _only_headings(self) -> bool:
         """A heading stays with the text under it, however long that is."""
@@ -127,7 +136,7 @@ class ChunkWriter:
         }
         self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.count += 1
-        self.chunk = _Chunk(list(self.headings))
+        self.chunk = _Chunk(self.headings)
 
 
 def _pieces(body: str, start: int, page: int) -> list[_Piece]:
@@ -178,22 +187,27 @@ def _cut(piece: _Piece, max_chars: int) -> list[_Piece]:
     begin = 0
     while len(piece.text) - begin > max_chars:
         window = piece.text[begin : begin + max_chars + 1]
-        ends = [m.end() for m in _SENTENCE_END.finditer(window)] or [
-            m.end() for m in re.finditer(r"\s+", window)
-        ]
-        stop = begin + (ends[-1] if ends and ends[-1] > 0 else max_chars)
+        stop = begin + (_last_end(_SENTENCE_END, window) or _last_end(_SPACE, window) or max_chars)
         parts.append(_part(piece, begin, stop))
         begin = stop
     parts.append(_part(piece, begin, len(piece.text)))
+    parts = [part for part in parts if part.text]
     for part in parts:
         part.boxes = list(piece.boxes)
     return parts
 
 
+def _last_end(pattern: re.Pattern[str], window: str) -> int | None:
+    """The last match's end in the window's second half (a cut earlier leaves a stub: "Dr. ")."""
+    ends = [m.end() for m in pattern.finditer(window) if m.end() > len(window) // 2]
+    return ends[-1] if ends else None
+
+
 def _part(piece: _Piece, begin: int, stop: int) -> _Piece:
     """``piece.text[begin:stop]`` without its trailing spaces (they lie between the parts)."""
-    text = piece.text[begin:stop].rstrip()
-    return _Piece(text, piece.start + begin, piece.page, "text")
+    text = piece.text[begin:stop]
+    lead = len(text) - len(text.lstrip())
+    return _Piece(text.strip(), piece.start + begin + lead, piece.page, "text")
 
 
 def _attach_boxes(pieces: list[_Piece], result: PageResult) -> None:

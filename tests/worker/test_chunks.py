@@ -56,6 +56,8 @@ def _assert_cover(markdown: str, chunks: list[dict[str, Any]]) -> None:
     assert all(not PAGE_MARKER.sub("", gap).strip() for gap in gaps), gaps
     for chunk in chunks:
         pieces = [markdown[a:b] for a, b in chunk["spans"]]
+        assert all(pieces) and chunk["text"].startswith(pieces[0])
+        assert chunk["text"].endswith(pieces[-1])
         assert chunk["text"].replace(" ", "").replace("\n", "") == "".join(pieces).replace(
             " ", ""
         ).replace("\n", "")
@@ -149,3 +151,42 @@ def test_a_real_scanned_document_read_by_uocr_run_is_chunked_with_its_boxes(
             page = pages[box["page"]]
             assert 0 <= x1 < x2 <= page["width"] and 0 <= y1 < y2 <= page["height"]
     assert any(chunk["headings"] for chunk in chunks)  # the manual's sections
+
+
+def test_the_heading_path_follows_the_outline_whatever_levels_a_document_skips(
+    tmp_path: Path,
+) -> None:
+    def heading(level: int, text: str) -> str:
+        return "#" * level + " " + text
+
+    body = "\n\n".join(
+        [heading(2, "Install"), "a", heading(3, "Debian"), "b", heading(2, "Usage"), "c"]
+        + [heading(4, "Deep"), "d", heading(2, "Licence"), "e"]
+    )
+    page = PageResult(page=1, status="succeeded", width=1000, height=1400, markdown=body)
+    _, chunks = _written(tmp_path, [page])
+    assert [(c["text"][-1], c["headings"]) for c in chunks] == [
+        ("a", ["Install"]),
+        ("b", ["Install", "Debian"]),
+        ("c", ["Usage"]),
+        ("d", ["Usage", "Deep"]),
+        ("e", ["Licence"]),
+    ]
+
+
+def test_chinese_is_cut_at_its_full_stops_and_runs_on_across_a_page_break(
+    tmp_path: Path,
+) -> None:
+    sentence = "这是一个关于档案扫描和文字识别的句子，用来检查分块。"  # 26 characters
+    long = sentence * 80  # 2,080 characters, no spaces at all
+    pages = [
+        _page(1, [("text", long), ("text", "合同的期限为五年，双方可以")]),
+        _page(2, [("text", "书面延长。"), ("text", "下一段。")]),
+    ]
+    markdown, chunks = _written(tmp_path, pages)
+    _assert_cover(markdown, chunks)
+    cut = [c for c in chunks if sentence in c["text"]]  # the long paragraph, in parts
+    assert len(cut) >= 2 and len(cut[0]["text"]) <= 1500 and cut[0]["text"].endswith("。")
+    assert cut[1]["text"].startswith(sentence)  # cut between two sentences, not inside one
+    (across,) = [c for c in chunks if c["pages"] == [1, 2]]
+    assert "合同的期限为五年，双方可以 书面延长。" in across["text"]
