@@ -143,7 +143,7 @@ def status(batch_or_job_id: str) -> None:
 @click.option(
     "--review",
     is_flag=True,
-    help="Write the batch's pages to review (review.jsonl), not its results.",
+    help="Write a batch's pages to review (review.jsonl), not its results (a batch id only).",
 )
 def fetch(batch_or_job_id: str, out_dir: Path, formats: str, review: bool) -> None:
     """Write the results under OUT, each under its input file's name."""
@@ -174,8 +174,15 @@ def fetch(batch_or_job_id: str, out_dir: Path, formats: str, review: bool) -> No
 def _fetch_review(batch_id: str, out_dir: Path) -> None:
     """The batch's pages worth a look, oldest first, a JSON object a line: what a reviewer
     opens in the morning (each names the document, the page, why, and where to mark it)."""
+    from uocr_client import ApiError
+
     with _client() as client:
-        client.batch(batch_id)  # a 404 names the batch, not an empty list
+        try:
+            client.batch(batch_id)  # a 404 names the batch, not an empty list
+        except ApiError as error:
+            if error.status == 404:
+                raise CliError(f"no batch {batch_id}: --review takes a batch id") from None
+            raise
         pages = list(client.review(batch_id=batch_id))
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / "review.jsonl"

@@ -1,4 +1,4 @@
-"""pages: the engine's confidence, and the review list (pages worth a human look)
+"""pages: the engine's confidence, and the review list's columns (pages worth a human look)
 
 Revision ID: 0012
 Revises: 0011
@@ -26,18 +26,9 @@ def upgrade() -> None:
         )
         batch_op.add_column(sa.Column("reviewed_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(sa.Column("reviewed_by", sa.String(200), nullable=True))
-    # Only the pages still to review: the list reads them oldest first, whatever the table's size.
-    op.create_index(
-        "ix_pages_to_review",
-        "pages",
-        ["finished_at", "id"],
-        postgresql_where=sa.text("needs_review AND reviewed_at IS NULL"),
-        sqlite_where=sa.text("needs_review AND reviewed_at IS NULL"),
-    )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_pages_to_review", table_name="pages")
     with op.batch_alter_table("pages") as batch_op:
         for column in ("reviewed_by", "reviewed_at", "needs_review", "confidence"):
             batch_op.drop_column(column)

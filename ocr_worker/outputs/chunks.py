@@ -6,7 +6,8 @@ A chunk is a run of the Markdown's blocks (paragraphs, list items, tables, code,
 - blocks are added while the chunk stays within ``max_chars``; a paragraph longer than that is
   cut at sentence ends (else at spaces), while a table or a code block is kept whole;
 - a paragraph that runs on from one page to the next (its first half ends mid-sentence, the
-  second starts in lower case) is one block, so its chunk lists both pages.
+  second starts in lower case, or in Chinese or Japanese) is one block, so its chunk lists both
+  pages.
 
 Provenance: ``spans`` are the chunk's pieces as ``[start, end)`` offsets (code points) into
 result.md, in order and never overlapping; between the chunks' spans lie only the page

@@ -135,6 +135,7 @@ def _give_up(session: Session, group: PageGroup) -> None:
     for page in _pages(session, group, first=group.first_position + group.overlap):
         if page.status != "succeeded":
             page.status, page.error, page.finished_at = "failed", reason, utcnow()
+            page.needs_review = True  # a failed page is worth a look: the review list
     group.status, group.finished_at, group.lease_owner = "failed", utcnow(), None
     log.error("page_group.gave_up", job_id=group.job_id, page_group=group.group_index)
 

@@ -85,6 +85,10 @@ def test_pages_to_review_are_listed_marked_and_kept_to_their_tenant(
                 ({"limit": "all"}, "limit"),
                 ({"cursor": "x" * 600}, "cursor"),
                 ({"cursor": "bm90IG9uZQ=="}, "cursor"),
+                (
+                    {"cursor": "MjAyNi0wMS0wMVQwMDowMDowMCswMDowMHzCsg=="},
+                    "cursor",
+                ),  # a superscript two: no page id
             ):
                 refused = client.get("/v1/review", params=params, headers=auth)
                 assert refused.status_code == 422, (params, refused.text)

@@ -81,8 +81,6 @@ def harness(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
     class Harness:
         store = LocalObjectStore(tmp_path / "objects")
         dispatcher = InlineDispatcher()
-        tenant = tenant_id
-        db = sessions
 
         def submit(self, pages: int) -> str:
             return submit_job(

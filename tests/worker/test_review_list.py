@@ -8,6 +8,9 @@ import pytest
 from sqlalchemy import select
 
 from ocr_worker.engines.base import OcrEngine, PageGroupInput
+from ocr_worker.upkeep.recovery import recover_stale_groups
+from tests.worker.conftest import ScriptedEngine
+from tests.worker.test_pipeline import _expire_leases
 from uocr_core import audit
 from uocr_core.contracts import PageResult
 from uocr_core.db import transaction
@@ -38,8 +41,8 @@ class ReviewedEngine(OcrEngine):
 
 
 def _listed(harness, **kwargs) -> list[int]:  # type: ignore[no-untyped-def]
-    with harness.db() as session:
-        found = pages_to_review(session, tenant_id=harness.tenant, **kwargs)
+    with harness.sessions() as session:
+        found = pages_to_review(session, tenant_id=harness.tenant_id, **kwargs)
         return [item.page.page_no for item in found.items]
 
 
@@ -48,18 +51,20 @@ def test_pages_worth_a_look_are_listed_oldest_first_until_marked_reviewed(harnes
     harness.drain(ReviewedEngine())
     assert _listed(harness) == [2, 3, 4]
     # Paged: one at a time, the cursor going on where the last page stopped.
-    with harness.db() as session:
-        first = pages_to_review(session, tenant_id=harness.tenant, limit=1)
+    with harness.sessions() as session:
+        first = pages_to_review(session, tenant_id=harness.tenant_id, limit=1)
         assert [i.page.page_no for i in first.items] == [2] and first.next_cursor
-        rest = pages_to_review(session, tenant_id=harness.tenant, cursor=first.next_cursor)
+        rest = pages_to_review(session, tenant_id=harness.tenant_id, cursor=first.next_cursor)
         assert [i.page.page_no for i in rest.items] == [3, 4] and rest.next_cursor is None
         assert first.items[0].page.confidence == pytest.approx(0.61)
 
-    reviewer = audit.Actor("tenant:t key:abc", harness.tenant)
-    with transaction(harness.db) as session:
-        mark_reviewed(session, tenant_id=harness.tenant, job_id=job_id, page_no=3, actor=reviewer)
+    reviewer = audit.Actor("tenant:t key:abc", harness.tenant_id)
+    with transaction(harness.sessions) as session:
+        mark_reviewed(
+            session, tenant_id=harness.tenant_id, job_id=job_id, page_no=3, actor=reviewer
+        )
     assert _listed(harness) == [2, 4]
-    with harness.db() as session:
+    with harness.sessions() as session:
         events = session.scalars(select(AuditEvent).where(AuditEvent.action == "page.reviewed"))
         assert [(e.actor, e.target) for e in events] == [(reviewer.name, f"{job_id}/3")]
 
@@ -67,8 +72,21 @@ def test_pages_worth_a_look_are_listed_oldest_first_until_marked_reviewed(harnes
 def test_no_tenant_sees_or_marks_another_tenants_pages(harness) -> None:  # type: ignore[no-untyped-def]
     job_id = harness.submit(5)
     harness.drain(ReviewedEngine())
-    with harness.db() as session:
+    with harness.sessions() as session:
         assert pages_to_review(session, tenant_id="another").items == []
-    with transaction(harness.db) as session, pytest.raises(NotFound):
+    with transaction(harness.sessions) as session, pytest.raises(NotFound):
         mark_reviewed(session, tenant_id="another", job_id=job_id, page_no=2, actor=audit.OPERATOR)
     assert _listed(harness) == [2, 3, 4]
+
+
+def test_pages_of_a_group_given_up_are_on_the_list(harness) -> None:  # type: ignore[no-untyped-def]
+    job_id = harness.submit(3)  # one group of three pages
+    pipeline = harness.pipeline(ScriptedEngine(crash_groups=5))
+    for _ in range(2):  # both attempts crash; the third delivery finds the cap reached
+        with pytest.raises(RuntimeError, match="device lost"):
+            pipeline.run(*harness.dispatcher.groups.popleft())
+        _expire_leases(harness)
+        recover_stale_groups(harness.sessions, harness.dispatcher)
+    harness.drain(ScriptedEngine())
+    assert harness.job(job_id).pages_failed == 3
+    assert _listed(harness) == [1, 2, 3]

@@ -69,6 +69,8 @@ def take_results(session: Session, store: ObjectStore, job: Job, source: Job) ->
         key = object_keys.page_result_key(job.id, page.page_no)
         store.copy(original.result_key, key)
         page.status, page.result_key, page.warnings = "succeeded", key, list(original.warnings)
+        # The same reading, so the same confidence and the same place on the review list.
+        page.confidence, page.needs_review = original.confidence, original.needs_review
         page.started_at = page.finished_at = now
         page.duration_ms = 0
     for group in job.groups:

@@ -4,8 +4,10 @@ reviewed (audited).
 A page goes on the list when it is recorded (the worker's record stage sets ``needs_review``:
 failed, read with a warning, or with less confidence than the deployment accepts) and leaves
 it once someone marks it reviewed. The list reads the partial index ``ix_pages_to_review``,
-which holds only the pages still to review, so it costs the same in a database of ten million
-pages. Keyset pagination, as the job list (``listing``): the cursor names the last page shown.
+which holds only the pages still to review (a few in a hundred), not the whole table; it is
+shared by the tenants, so a tenant's list reads past other tenants' waiting pages (an index
+led by the tenant would need the tenant on each page row: docs/scaling.md). Keyset pagination,
+as the job list (``listing``): the cursor names the last page shown.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from uocr_core import audit
 from uocr_core.db import utcnow
-from uocr_core.errors import NotFound
+from uocr_core.errors import InvalidRequest, NotFound
 from uocr_core.jobs.listing import decode_cursor, encode_cursor
 from uocr_core.models import Job, Page
 
@@ -52,13 +54,16 @@ def pages_to_review(
             Page.finished_at.is_not(None),
             Job.tenant_id == tenant_id,
             Job.deleted_at.is_(None),
+            Job.results_deleted_at.is_(None),  # past retention: nothing left to look at
         )
     )
     if batch_id is not None:
         query = query.where(Job.batch_id == batch_id)
     if cursor is not None:
         finished_at, page_id = decode_cursor(cursor)
-        after = int(page_id) if page_id.isdigit() else -1
+        if not (page_id.isascii() and page_id.isdecimal()):
+            raise InvalidRequest("cursor is not one this API gave out; start without it")
+        after = int(page_id)
         query = query.where(
             or_(
                 Page.finished_at > finished_at,
@@ -86,6 +91,7 @@ def mark_reviewed(
             Job.tenant_id == tenant_id,
             Job.deleted_at.is_(None),
         )
+        .with_for_update()  # two marks at once: the second sees the first and keeps it
     )
     if page is None:
         raise NotFound(f"job {job_id} has no page {page_no}")

@@ -38,7 +38,7 @@ def test_pages_read_the_same_every_time_and_differ_from_page_to_page() -> None:
     assert first[0].text != engine.run_group(_group("job-b", [1]))[0].text
     # A confidence a page, the same each time, spread like a real scan's.
     assert [r.confidence for r in first] == [r.confidence for r in again]
-    assert all(r.confidence is not None and 0.8 <= r.confidence <= 1.0 for r in first)
+    assert all(r.confidence is not None and 0.6 <= r.confidence <= 1.0 for r in first)
 
 
 def test_a_page_has_the_configured_length_and_blocks_inside_the_page() -> None:

@@ -40,7 +40,7 @@ export function reviewView(ctx) {
         await ctx.api.markReviewed(page.job_id, page.page);
         tr.remove();
         announce(`Page ${page.page} of ${page.source || page.job_id} marked reviewed`);
-        if (!tbody.children.length) replace(message, h("p", { class: "empty" }, "No pages to review."));
+        if (!tbody.children.length) load(); // the next pages, if the list had more than shown
       } catch (error) {
         mark.disabled = false;
         replace(message, errorMessage(error));
