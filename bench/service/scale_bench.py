@@ -102,6 +102,16 @@ class Poller(threading.Thread):
 # -- one size ------------------------------------------------------------------------------------
 
 
+def empty_bucket(store: S3ObjectStore, bucket: str) -> None:
+    """Every object of ``bucket`` deleted, then the bucket: a thousand keys a request."""
+    pages = store.client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    for page in pages:
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:
+            store.client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+    store.client.delete_bucket(Bucket=bucket)
+
+
 def run_size(rows: int, args: Any, cluster: Cluster, files: dict[str, Path]) -> dict[str, Any]:
     tag = f"scale{rows}_{uuid.uuid4().hex[:6]}"
     bucket = "uocr-" + tag.replace("_", "-")
@@ -167,6 +177,9 @@ def run_size(rows: int, args: Any, cluster: Cluster, files: dict[str, Path]) -> 
             process.stop()
         if not args.keep:
             drop_database(cluster.admin_url, tag)
+            # The S3 server (moto) holds every object in memory: a size's ~11 GB (40,000 pages
+            # of every format) left in it took the next size's run into the OOM killer.
+            empty_bucket(store, bucket)
     return {
         "rows": rows,
         "filled": filled,
@@ -356,7 +369,7 @@ def main() -> None:
     parser.add_argument("--cards", type=int, default=4, help="simulated cards (prefork children)")
     parser.add_argument("--reconcile-seconds", type=int, default=10)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds the batch may take")
-    parser.add_argument("--keep", action="store_true", help="keep each size's database")
+    parser.add_argument("--keep", action="store_true", help="keep each size's database and bucket")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="uocr-scale-docs-"))
     files = {"batch": folder / "batch.pdf", "interactive": folder / "app.pdf"}
