@@ -216,21 +216,29 @@ def _attach_boxes(pieces: list[_Piece], result: PageResult) -> None:
     words, as the Markdown writes them, in the piece at or after the last one matched."""
     if not pieces or not result.width:
         return
+    searched = [_plain(piece.text) for piece in pieces]  # each piece's words, once a page
     at = 0
     for block in result.blocks:
         if block.label in FURNITURE or not block.text.strip():
             continue
-        found = _find(pieces, at, block)
+        found = _find(searched, at, block)
         if found is not None:
             at = found
             pieces[found].boxes.append((result.page, tuple(round(v, 1) for v in block.bbox)))
 
 
-def _find(pieces: list[_Piece], at: int, block: Block) -> int | None:
-    words = block.text.replace("\\", "").split()[:3]
+def _find(searched: list[str], at: int, block: Block) -> int | None:
+    """The first of the pieces (``_plain`` text) from ``at`` holding the block's first three
+    words, else its first word."""
+    words = _plain(block.text).split()[:3]
     for count in (3, 1):
         key = " ".join(words[:count])
-        for n in range(at, len(pieces)):
-            if key and key in " ".join(pieces[n].text.replace("\\", "").split()):
+        for n in range(at, len(searched)):
+            if key and key in searched[n]:
                 return n
     return None
+
+
+def _plain(text: str) -> str:
+    """Words as the Markdown and a block's text share them: escapes gone, one space apart."""
+    return " ".join(text.replace("\\", "").split())
