@@ -20,6 +20,7 @@ from ocr_api.jobs.results_router import router as results_router
 from ocr_api.jobs.router import router as jobs_router
 from ocr_api.metrics import ServiceCollector
 from ocr_api.review.router import router as review_router
+from ocr_api.search.router import router as search_router
 from ocr_api.uploads.router import router as uploads_router
 from ocr_api.version_metrics import VersionCollector
 from ocr_api.web.docs import install_docs
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(uploads_router)
     app.include_router(batches_router)
     app.include_router(review_router)
+    app.include_router(search_router)
     app.include_router(health_router)
     app.mount("/console", ConsoleFiles(), name="console")  # the web console (issue 14)
 

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from uocr_core.db import Base, UTCDateTime, utcnow
+from uocr_core.db import Base, SearchDocument, UTCDateTime, utcnow
 
 
 def new_id() -> str:
@@ -303,3 +303,24 @@ class AuditEvent(Base):
     target: Mapped[str | None] = mapped_column(String(200))
     request_id: Mapped[str | None] = mapped_column(String(128))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class PageText(Base):
+    """A read page as search finds it (uocr_core/search): its words for Postgres' full-text
+    index and its lines with their boxes, to show a hit on the scan. Written when the page is
+    recorded, removed with the job's results (DELETE, retention). The tenant is on the row so
+    one index, led by it, answers a tenant's query without reading another's pages."""
+
+    __tablename__ = "page_texts"
+    __table_args__ = (
+        Index("ix_page_texts_search", "tenant_id", "document", postgresql_using="gin"),
+    )
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    page_no: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(36))
+    # tsvector on Postgres (migration 0014); the embedded run's SQLite keeps no search.
+    document: Mapped[str] = mapped_column(SearchDocument())
+    # [[text, x1, y1, x2, y2], ...] in the page's pixels, as read, top to bottom.
+    lines: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)

@@ -146,6 +146,18 @@ class SimulatedEngineSettings(_Section):
     render_long_side: int = Field(256, ge=16)
 
 
+class SearchSettings(_Section):
+    # Pages are indexed for GET /v1/search as they are recorded (Postgres only).
+    index_pages: bool = True
+    # Postgres' text-search configuration: stemming for its language ("english", "german",
+    # ... : \dF in psql), "simple" for none. Pages are indexed with it, so a change applies to
+    # pages recorded after it (docs/search.md).
+    language: str = Field("english", pattern=r"^[a-z_]{1,63}$")
+    # A query ranks at most this many of the tenant's matching pages (the first found): what
+    # keeps a word on every page answering in milliseconds at 10^6 pages (docs/search.md).
+    rank_candidates: int = Field(2000, ge=10, le=100_000)
+
+
 class WorkerSettings(_Section):
     """Celery task limits. A page group's time limit grows with its page count."""
 
@@ -317,6 +329,7 @@ class Settings(BaseSettings):
     admission: AdmissionSettings = AdmissionSettings()
     models: ModelsSettings = ModelsSettings()
     simulated: SimulatedEngineSettings = SimulatedEngineSettings()
+    search: SearchSettings = SearchSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

@@ -11,7 +11,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from uocr_core.contracts import Block
+from uocr_core.contracts import Block, PageResult
 
 TABLE_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.S | re.I)
 TABLE_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", re.S | re.I)
@@ -24,6 +24,15 @@ Box = tuple[float, float, float, float]
 class PlacedLine:
     text: str
     bbox: Box  # x1, y1, x2, y2 in page pixels
+
+
+def page_lines(result: PageResult) -> list[PlacedLine]:
+    """Every line of a read page in reading order, placed on the page (none if unsized)."""
+    if not (result.width and result.height):
+        return []
+    return [
+        line for block in result.blocks for line in placed_lines(block, result.width, result.height)
+    ]
 
 
 def placed_lines(block: Block, width: float, height: float) -> list[PlacedLine]:

@@ -1,6 +1,7 @@
 """Recording a decoded group, if it is still ours: each page's result written to its fixed key,
 then, under the job's and the group's row locks, the page rows marked with their results and
-the group done. The job's counters and its progress follow when the document advances.
+the group done, and the read pages put in the search index (uocr_core/search). The job's
+counters and its progress follow when the document advances.
 
 The objects are written before the locks are taken: a document's groups recorded at once by
 several workers would otherwise queue on the job's row for every group's store calls (most of
@@ -13,11 +14,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ocr_worker.outputs import pages
+from ocr_worker.outputs.text_layer import page_lines
 from ocr_worker.stages.claim import ClaimedGroup
 from ocr_worker.stages.parts import StageParts
 from uocr_core.contracts import PageResult
 from uocr_core.db import transaction, utcnow
 from uocr_core.models import Job, Page, PageGroup
+from uocr_core.search import index as search_index
+from uocr_core.search.index import PageLines
 
 
 def record_group(
@@ -54,9 +58,11 @@ def record_group(
         )
         # Each output page's row says its result: status, error, object key, warnings, who
         # read it and how long it took.
+        recorded = []
         for page in rows:
             if (result := by_page.get(page.page_no)) is None:
                 continue
+            recorded.append(result)
             page.status, page.error = result.status, result.error
             page.result_key, page.warnings = keys[page.page_no], result.warnings
             page.model_version, page.engine = result.model_version, result.engine
@@ -66,7 +72,25 @@ def record_group(
             page.duration_ms = result.duration_ms or int(
                 (now - (page.started_at or now)).total_seconds() * 1000
             )
+        if parts.settings.search.index_pages:
+            _index(session, job, recorded, parts)
         return True
+
+
+def _index(session: Session, job: Job, results: list[PageResult], parts: StageParts) -> None:
+    """The group's read pages into the search index, in this transaction: findable exactly
+    when recorded."""
+    search_index.add_pages(
+        session,
+        tenant_id=job.tenant_id,
+        job_id=job.id,
+        pages=[
+            PageLines(r.page, [(line.text, line.bbox) for line in page_lines(r)], r.width, r.height)
+            for r in results
+            if r.status == "succeeded"
+        ],
+        language=parts.settings.search.language,
+    )
 
 
 def _worth_a_look(result: PageResult, confidence_below: float) -> bool:

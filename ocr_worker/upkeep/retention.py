@@ -16,6 +16,7 @@ from uocr_core import object_keys
 from uocr_core.db import transaction, utcnow
 from uocr_core.job_lifecycle import TERMINAL
 from uocr_core.models import Job, Page, PageGroup
+from uocr_core.search import index as search_index
 from uocr_core.storage import ObjectStore
 
 log = structlog.get_logger(__name__)
@@ -66,5 +67,6 @@ def _purge_batch(
         # The per-page detail goes with the results: the job's row keeps its counters, and the
         # page and group rows (most of the database: a row a page) do not pile up for ever.
         session.execute(delete(Page).where(Page.job_id.in_(ids)))
+        search_index.forget_jobs(session, ids)
         session.execute(delete(PageGroup).where(PageGroup.job_id.in_(ids)))
         return ids

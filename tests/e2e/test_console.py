@@ -233,6 +233,7 @@ def test_console_upload_watch_read_download_cancel_and_tenancy(
     job_id = _upload_and_watch(browser, scan, screenshots)
     _check_job_view(browser, service, owner, job_id, screenshots, downloads)
     _check_page_view(browser, service, owner, job_id, screenshots)
+    _check_search(browser, service, owner, job_id, screenshots)
     canceled = _cancel_another_job(browser, service, owner, screenshots)
     _check_failed_page(browser, service, owner, damaged)
     _check_review_list(browser, service, owner, damaged, screenshots)
@@ -251,6 +252,8 @@ def test_console_upload_watch_read_download_cancel_and_tenancy(
     browser.get(f"{service.api_url}/console/#/jobs/{job_id}")
     assert "not found" in _find(browser, "#job-message .error").text
     assert not browser.find_elements(By.CSS_SELECTOR, ".page-cell")
+    browser.get(f"{service.api_url}/console/#/search?q=signature")
+    assert "No read page matches" in _find(browser, "#search-message .empty").text
 
 
 def _upload_and_watch(browser: WebDriver, scan: Path, screenshots: Path) -> str:
@@ -346,6 +349,40 @@ def _check_page_view(
     _wait(lambda: browser.current_url.endswith("/pages/4"), 10, "page 4")
     _find(browser, "a#prev-page").click()
     _wait(lambda: browser.current_url.endswith("/pages/3"), 10, "page 3 again")
+
+
+def _check_search(
+    browser: WebDriver, service: Service, tenant: CreatedKey, job_id: str, screenshots: Path
+) -> None:
+    """A word only page 3 has ("signature"), searched in the console: one hit, page 3 of the
+    scan, with its line; opened, the page shows the word's box on the scan where the API
+    places it."""
+    browser.find_element(By.ID, "nav-search").click()
+    box = _find(browser, "#search-query")
+    box.send_keys("signature", Keys.ENTER)
+    hit = _find(browser, f'#search-hits .search-hit[data-job-id="{job_id}"]')
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#search-hits .search-hit")) == 1
+    assert hit.get_attribute("data-page") == "3"
+    assert "minutes-1962.pdf, page 3" in hit.text
+    assert "signature" in hit.find_element(By.CSS_SELECTOR, ".snippet").text.lower()
+    _shot(browser, screenshots, "search")
+
+    hit.find_element(By.TAG_NAME, "a").click()
+    _wait(lambda: "/pages/3?q=signature" in browser.current_url, 10, "page 3 with its hits")
+    image = _find(browser, "#scan-image")
+    _wait(lambda: browser.execute_script("return arguments[0].naturalWidth", image), 30, "scan")
+    drawn = _find(browser, "#hit-overlay .hit")
+    assert "1 match" in _find(browser, "#hit-summary").text
+    with service.client(tenant) as client:
+        params: dict[str, str | int] = {"q": "signature", "job_id": job_id, "page": 3}
+        [found] = client.get("/v1/search", params=params).raise_for_status().json()["hits"]
+    frame, rect = image.rect, drawn.rect
+    scale = frame["width"] / found["width"]
+    [(x1, y1, x2, y2)] = found["boxes"]
+    assert abs(frame["x"] + x1 * scale - rect["x"]) <= 2
+    assert abs(frame["y"] + y1 * scale - rect["y"]) <= 2
+    assert abs((x2 - x1) * scale - rect["width"]) <= 2
+    _shot(browser, screenshots, "search-hit")
 
 
 def _check_box_lies_on_its_block(

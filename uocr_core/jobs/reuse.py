@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from uocr_core import job_lifecycle, object_keys
 from uocr_core.db import utcnow
 from uocr_core.models import Job
+from uocr_core.search import index as search_index
 from uocr_core.storage import ObjectStore
 
 
@@ -78,4 +79,5 @@ def take_results(session: Session, store: ObjectStore, job: Job, source: Job) ->
     job.pages_done, job.pages_failed = len(job.pages), 0
     job.pages_flagged = sum(job_lifecycle.is_flagged(p.status, p.warnings) for p in job.pages)
     job.reused_from = source.id
+    search_index.copy_job(session, source_job_id=source.id, job_id=job.id, tenant_id=job.tenant_id)
     job_lifecycle.start(job)

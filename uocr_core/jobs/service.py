@@ -28,6 +28,7 @@ from uocr_core.errors import (
 from uocr_core.jobs import admission_service, intake, reuse, routing, upload_scan
 from uocr_core.jobs.documents import inspect_file
 from uocr_core.models import Job, PageGroup, new_id
+from uocr_core.search import index as search_index
 from uocr_core.settings import Settings
 from uocr_core.storage import ObjectNotFound, ObjectStore
 from uocr_core.webhooks.events import record_job_finished
@@ -391,6 +392,7 @@ def delete_job(
         job = get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
         was = job.status
         job_lifecycle.delete(job, deleted_by=deleted_by)
+        search_index.forget_jobs(session, [job_id])  # no longer found, from this commit on
         audit.record(session, actor, audit.Action.JOB_DELETED, target=job_id, status_was=was)
     # After the commit: a worker writing from now on finds the tombstone and removes what it
     # wrote, and whatever it writes before is listed here.

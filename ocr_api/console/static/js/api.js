@@ -73,6 +73,16 @@ export class ApiClient {
     return this.json(`/v1/review?${query}`);
   }
 
+  /** GET /v1/search: hits best first, each with its boxes on the page's scan. Scope it to a
+   * job's page with {jobId, page}. */
+  search(q, { limit = 20, cursor = null, jobId = null, page = null } = {}) {
+    const query = new URLSearchParams({ q, limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    if (jobId) query.set("job_id", jobId);
+    if (page) query.set("page", String(page));
+    return this.json(`/v1/search?${query}`);
+  }
+
   markReviewed(jobId, pageNo) {
     return this.json(`/v1/jobs/${encodeURIComponent(jobId)}/pages/${pageNo}/reviewed`, { method: "POST" });
   }

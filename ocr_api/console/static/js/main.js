@@ -1,5 +1,5 @@
-// The console's shell: a hash router (#/jobs, #/upload, #/review, #/jobs/<id>,
-// #/jobs/<id>/pages/<n>),
+// The console's shell: a hash router (#/jobs, #/upload, #/review, #/search?q=, #/jobs/<id>,
+// #/jobs/<id>/pages/<n>[?q=, the query whose hits it shows]),
 // the signed-in state, and one view at a time. A view is {element, focus?, stop()}: stop()
 // ends its polling and frees its blob URLs when the reader moves on.
 
@@ -9,15 +9,17 @@ import { jobView } from "./views/job.js";
 import { jobsView } from "./views/jobs.js";
 import { pageView } from "./views/page.js";
 import { reviewView } from "./views/review.js";
+import { searchView } from "./views/search.js";
 import { signInView } from "./views/signin.js";
 import { uploadView } from "./views/upload.js";
 
 const JOB_ID = "([0-9a-f-]{36})";
 const ROUTES = [
-  [new RegExp(`^#/jobs/${JOB_ID}/pages/(\\d+)$`), (ctx, m) => pageView(ctx, m[1], Number(m[2]))],
+  [new RegExp(`^#/jobs/${JOB_ID}/pages/(\\d+)(?:\\?(.*))?$`), (ctx, m) => pageView(ctx, m[1], Number(m[2]), new URLSearchParams(m[3] || "").get("q"))],
   [new RegExp(`^#/jobs/${JOB_ID}$`), (ctx, m) => jobView(ctx, m[1])],
   [/^#\/upload$/, (ctx) => uploadView(ctx)],
   [/^#\/review$/, (ctx) => reviewView(ctx)],
+  [/^#\/search(?:\?(.*))?$/, (ctx, m) => searchView(ctx, new URLSearchParams(m[1] || "").get("q") || "")],
   [/^#\/jobs(?:\?(.*))?$/, (ctx, m) => jobsView(ctx, new URLSearchParams(m[1] || ""))],
 ];
 

@@ -1,4 +1,5 @@
-// The page's detected blocks, twice: as boxes over the scan and as a list of their texts.
+// The page's detected blocks, twice: as boxes over the scan and as a list of their texts; and
+// a search's hits on the page, as boxes of their own over the blocks.
 // Boxes are placed in percent of the rendered page (bbox / (width, height)), so they stay on
 // their text whatever size the image is drawn at, and whatever width it was fetched at.
 
@@ -7,7 +8,8 @@ import { h, replace } from "../dom.js";
 export function blockLayer() {
   const image = h("img", { id: "scan-image", alt: "The page's scan" });
   const overlay = h("div", { class: "overlay", id: "overlay" });
-  const figure = h("figure", { class: "scan", id: "scan" }, h("div", { class: "scan-frame" }, image, overlay));
+  const hitLayer = h("div", { class: "overlay hits", id: "hit-overlay" });
+  const figure = h("figure", { class: "scan", id: "scan" }, h("div", { class: "scan-frame" }, image, overlay, hitLayer));
   const list = h("ol", { class: "block-list", id: "block-list" }, h("li", { class: "hint" }, "No blocks yet."));
   let boxes = [];
   let items = [];
@@ -37,17 +39,25 @@ export function blockLayer() {
     });
   }
 
-  return { figure, image, list, show };
+  /** A search's matches on this page: boxes in the page's pixels (width x height). */
+  function showHits(hits, width, height) {
+    replace(hitLayer, width && height ? hits.map((bbox) => placed(h("div", { class: "hit" }), bbox, width, height)) : []);
+  }
+
+  return { figure, image, list, show, showHits };
+}
+
+function placed(element, [x1, y1, x2, y2], width, height) {
+  element.style.left = `${(x1 / width) * 100}%`;
+  element.style.top = `${(y1 / height) * 100}%`;
+  element.style.width = `${((x2 - x1) / width) * 100}%`;
+  element.style.height = `${((y2 - y1) / height) * 100}%`;
+  return element;
 }
 
 function blockBox(block, index, width, height) {
-  const [x1, y1, x2, y2] = block.bbox;
   const box = h("div", { class: `box label-${cssName(block.label)}`, dataset: { index, label: block.label }, title: block.label });
-  box.style.left = `${(x1 / width) * 100}%`;
-  box.style.top = `${(y1 / height) * 100}%`;
-  box.style.width = `${((x2 - x1) / width) * 100}%`;
-  box.style.height = `${((y2 - y1) / height) * 100}%`;
-  return box;
+  return placed(box, block.bbox, width, height);
 }
 
 function blockItem(block, index) {

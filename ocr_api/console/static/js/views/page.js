@@ -1,6 +1,7 @@
 // One page: its scan with the detected blocks drawn on it, beside its text and Markdown.
 // Hovering (or focusing) a block highlights both its box and its text. Arrow keys and the
-// previous/next links move through the job's pages.
+// previous/next links move through the job's pages. Opened from a search (?q=), the query's
+// matches on the page are drawn on the scan too.
 
 import { isPermanent } from "../api.js";
 import { errorMessage, h, heading, replace, statusBadge } from "../dom.js";
@@ -12,7 +13,7 @@ const SCAN_WIDTH = 1400; // pixels asked for: sharp in a ~700 px column on a 2x 
 const POLL_MS = 1500;
 const SETTLED = new Set(["succeeded", "failed", "canceled"]);
 
-export function pageView(ctx, jobId, pageNo) {
+export function pageView(ctx, jobId, pageNo, q = null) {
   const title = heading(`Page ${pageNo}`);
   const crumbs = h("p", { class: "breadcrumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", h("a", { href: `#/jobs/${jobId}` }, "job"), ` / page ${pageNo}`);
   const pager = h("nav", { class: "pager", "aria-label": "Pages of this job" });
@@ -56,10 +57,19 @@ export function pageView(ctx, jobId, pageNo) {
       textPanel.textContent = result.text || "(no text)";
       markdownPanel.textContent = result.markdown || "(no Markdown)";
       layer.show(result);
+      if (q) await showHits();
       if (result.error && !page.error) state.append(h("p", { class: "error", role: "alert" }, result.error));
     } catch (error) {
       state.append(errorMessage(error));
     }
+  }
+
+  async function showHits() {
+    const [hit] = (await ctx.api.search(q, { jobId, page: pageNo, limit: 1 })).hits;
+    const boxes = hit ? hit.boxes : [];
+    if (hit) layer.showHits(boxes, hit.width, hit.height);
+    const found = boxes.length === 1 ? "1 match" : `${boxes.length} matches`;
+    state.append(h("p", { class: "hint", id: "hit-summary" }, `${found} for “${q}” on this page`, " · ", h("a", { href: `#/search?${new URLSearchParams({ q })}` }, "back to the search")));
   }
 
   async function loadScan() {
