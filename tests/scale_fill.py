@@ -23,7 +23,15 @@ import psycopg
 
 from uocr_core.page_groups import PageGroupPlanner
 
-BIG_TABLES = ("batches", "jobs", "pages", "page_groups", "webhook_deliveries", "webhook_attempts")
+BIG_TABLES = (
+    "batches",
+    "jobs",
+    "pages",
+    "page_groups",
+    "webhook_deliveries",
+    "webhook_attempts",
+    "page_texts",  # filled by bench/service/search_bench.py, after
+)
 # Page counts of a real intake: many short letters and forms, some files, a few long volumes.
 PAGE_COUNTS = ((1, 1, 25), (2, 5, 25), (6, 20, 25), (21, 60, 20), (61, 200, 5))
 RETENTION = timedelta(days=30)

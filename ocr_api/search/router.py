@@ -36,7 +36,8 @@ def search(
     q: str = Query(
         description='words (stemmed), "a phrase", -excluded, or; Chinese and Japanese '
         "matched as written",
-        max_length=20_000,  # longer is refused here; the query's own limit says why (422)
+        min_length=1,
+        max_length=words.MAX_QUERY_CHARS,
     ),
     batch_id: IdFilter = None,
     job_id: IdFilter = None,

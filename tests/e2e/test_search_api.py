@@ -114,9 +114,9 @@ def test_search_finds_ranks_pages_and_keeps_to_its_tenant(
             assert [(h["job_id"], h["page"]) for h in theirs] == [(others_job, 2)]
 
             refusals: list[tuple[dict[str, str | int], str]] = [
-                ({"q": ""}, "q is empty"),
+                ({"q": ""}, "query.q: String should have at least 1 character"),
                 ({"q": "   "}, "q is empty"),
-                ({"q": "x" * 10_240}, "at most 500"),
+                ({"q": "x" * 10_240}, "query.q: String should have at most 500 characters"),
                 ({"q": "?!... -- ()"}, "only punctuation"),
                 ({"q": "deed\x00gift"}, "control character"),
                 ({"q": "the of"}, "too common"),

@@ -48,9 +48,9 @@ def add_pages(
             "page_no": page.page_no,
             "tenant_id": tenant_id,
             "document": func.to_tsvector(
-                cast(language, REGCONFIG), indexed_text("\n".join(t for t, _ in page.lines))
+                cast(language, REGCONFIG), indexed_text("\n".join(_clean(t) for t, _ in page.lines))
             ),
-            "lines": [[text, *(round(v, 1) for v in box)] for text, box in page.lines],
+            "lines": [[_clean(text), *(round(v, 1) for v in box)] for text, box in page.lines],
             "width": page.width,
             "height": page.height,
         }
@@ -68,6 +68,11 @@ def add_pages(
             },
         )
     )
+
+
+def _clean(text: str) -> str:
+    """Postgres text holds no NUL (a model may decode one): dropped, not the page's recording."""
+    return text.replace("\x00", "")
 
 
 def copy_job(session: Session, *, source_job_id: str, job_id: str, tenant_id: str) -> None:
