@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -26,9 +26,12 @@ from uocr_core.schemas.jobs import (
     ReviewList,
     ReviewPagePublic,
 )
+from uocr_core.schemas.search import SearchHit, SearchResults
 from uocr_core.schemas.uploads import UploadTarget
 
 TERMINAL = ("succeeded", "failed", "canceled")
+# A cursor-paged answer: the job list, the review list, search results.
+Paged = TypeVar("Paged", JobList, ReviewList, SearchResults)
 _RETRYABLE = (429, 502, 503, 504)
 _CONTENT_TYPES = {".pdf": "application/pdf", ".tif": "image/tiff", ".tiff": "image/tiff"}
 
@@ -131,13 +134,9 @@ class UocrClient:
 
     def jobs(self, *, status: str | None = None, page_size: int = 100) -> Iterator[JobSummary]:
         """Every job of the tenant, newest first, following the cursor."""
-        params: dict[str, Any] = {"limit": page_size, **({"status": status} if status else {})}
-        while True:
-            page = JobList.model_validate(self._send("GET", "/v1/jobs", params=params).json())
+        params = {"limit": page_size, "status": status}
+        for page in self._pages("/v1/jobs", JobList, params):
             yield from page.jobs
-            if page.next_cursor is None:
-                return
-            params["cursor"] = page.next_cursor
 
     def wait(
         self,
@@ -202,29 +201,29 @@ class UocrClient:
         return BatchPublic.model_validate(self._send("GET", f"/v1/batches/{batch_id}").json())
 
     def batch_jobs(self, batch_id: str, *, page_size: int = 1000) -> Iterator[JobSummary]:
-        params: dict[str, Any] = {"limit": page_size}
-        while True:
-            page = JobList.model_validate(
-                self._send("GET", f"/v1/batches/{batch_id}/jobs", params=params).json()
-            )
+        for page in self._pages(f"/v1/batches/{batch_id}/jobs", JobList, {"limit": page_size}):
             yield from page.jobs
-            if page.next_cursor is None:
-                return
-            params["cursor"] = page.next_cursor
 
     def review(
         self, *, batch_id: str | None = None, page_size: int = 500
     ) -> Iterator[ReviewPagePublic]:
         """The tenant's pages to review (a batch's only, if named), oldest first."""
-        params: dict[str, Any] = {"limit": page_size}
-        if batch_id is not None:
-            params["batch_id"] = batch_id
-        while True:
-            page = ReviewList.model_validate(self._send("GET", "/v1/review", params=params).json())
+        params = {"limit": page_size, "batch_id": batch_id}
+        for page in self._pages("/v1/review", ReviewList, params):
             yield from page.pages
-            if page.next_cursor is None:
-                return
-            params["cursor"] = page.next_cursor
+
+    def search(
+        self,
+        q: str,
+        *,
+        batch_id: str | None = None,
+        job_id: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[SearchHit]:
+        """The tenant's read pages matching ``q``, best first, each with its boxes."""
+        params = {"q": q, "limit": page_size, "batch_id": batch_id, "job_id": job_id}
+        for page in self._pages("/v1/search", SearchResults, params):
+            yield from page.hits
 
     def mark_reviewed(self, job_id: str, page_no: int) -> dict[str, Any]:
         answer = self._send("POST", f"/v1/jobs/{job_id}/pages/{page_no}/reviewed")
@@ -235,6 +234,17 @@ class UocrClient:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     # Transport -------------------------------------------------------------------------------
+
+    def _pages(self, url: str, model: type[Paged], params: dict[str, Any]) -> Iterator[Paged]:
+        """Each page of a cursor-paged listing, following ``next_cursor`` to the end (the
+        parameters left None are not sent)."""
+        params = {name: value for name, value in params.items() if value is not None}
+        while True:
+            page = model.model_validate(self._send("GET", url, params=params).json())
+            yield page
+            if page.next_cursor is None:
+                return
+            params["cursor"] = page.next_cursor
 
     def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         """One request; 429/5xx-with-Retry-After and lost connections are retried (every

@@ -21,6 +21,7 @@ from tests.conftest import ServiceUrls, Stack, deployment_without_workers
 from tests.e2e.conftest import Service
 from tests.e2e.helpers import submit, wait_for
 from tests.factories import sample_pages, scanned_pdf
+from uocr_client.client import UocrClient
 from uocr_core.db import transaction
 from uocr_core.models import PageText
 from uocr_core.search import index as search_index
@@ -171,6 +172,15 @@ def test_a_phrase_on_page_n_of_a_real_scan_is_found_there_with_its_box(service: 
             assert inside, (phrase, (cx, cy), hit["boxes"])
     with service.client(stranger) as client:
         assert client.get("/v1/search", params={"q": f'"{phrase}"'}).json()["hits"] == []
+    # The Python client follows the cursor: a word on every page, one hit a request.
+    common = set.intersection(
+        *({w.lower() for w in layer.split() if re.fullmatch(r"[A-Za-z]{6,}", w)}
+          for layer in scanned.text_layers)
+    )  # fmt: skip
+    with UocrClient(service.api_url, tenant.api_key) as uocr:
+        word = sorted(common)[0]
+        pages = [h.page for h in uocr.search(word, job_id=job_id, page_size=1)]
+        assert sorted(pages) == [1, 2, 3], (word, pages)
 
 
 def _phrase_only_on(
