@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import random
 import sys
+from pathlib import Path
 
 import numpy as np
 import pymupdf
@@ -131,3 +132,16 @@ if __name__ == "__main__":
     with open(target, "wb") as handle:
         handle.write(scanned_pdf(sample_pages(3), seed=7))
     print(target)
+
+
+def bpe_tokenizer(path: Path, texts: list[str], vocab_size: int = 300) -> Path:
+    """A real BPE tokenizer (words first, then byte-pair merges) trained on ``texts`` and saved
+    as the Hugging Face tokenizer.json a deployment names in ``chunk_tokenizers``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"])
+    tokenizer.train_from_iterator(texts, trainer)
+    tokenizer.save(str(path))
+    return path

@@ -318,6 +318,9 @@ class Settings(BaseSettings):
     # A page read with less confidence than this goes on the tenant's review list (as does one
     # read with a warning, or one that failed). RapidOCR scores clean print 0.95-1.0.
     review_confidence_below: float = Field(0.85, ge=0, le=1)
+    # Tokenizers a caller may name to size chunks in tokens (GET .../result?format=chunks
+    # &max_tokens=512&tokenizer=NAME): a name for each Hugging Face tokenizer.json file.
+    chunk_tokenizers: dict[str, Path] = Field(default_factory=dict)
 
     database: DatabaseSettings = DatabaseSettings()
     redis: RedisSettings = RedisSettings()

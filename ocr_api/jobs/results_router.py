@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ocr_api.deps import ActorDep, AppState, StateDep, TenantDep, current_tenant
+from ocr_api.jobs import chunk_sizes
 from ocr_api.jobs.params import JobIdDep
 from ocr_api.web import negotiation
 from ocr_api.web.openapi import COMMON_PROBLEMS, NOT_MODIFIED, problems
@@ -73,10 +74,25 @@ def get_result(
     format: Annotated[
         ResultFormat | None, Query(description="default: by Accept, else json")
     ] = None,
+    max_chars: Annotated[
+        int | None, Query(ge=100, le=100_000, description="chunks: at most this many characters")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, Query(ge=16, le=100_000, description="chunks: at most this many tokens")
+    ] = None,
+    tokenizer: Annotated[
+        str | None, Query(max_length=100, description="chunks: whose tokens (with max_tokens)")
+    ] = None,
 ) -> Response:
+    """The document's result. Chunks come at 1,500 characters unless ``max_chars``, or
+    ``max_tokens`` of a ``tokenizer`` the deployment lists, asks for another size."""
     fmt = _format(request, format)
+    measure = chunk_sizes.asked(fmt, max_chars, max_tokens, tokenizer, state.settings)
     _finished_job(state, tenant.id, job_id)
-    data = _result_object(state, job_id, fmt)
+    if measure is None:
+        data = _result_object(state, job_id, fmt)
+    else:
+        data = chunk_sizes.rechunked(_result_object(state, job_id, "jsonl"), measure)
     name = f"{job_id}-{object_keys.result_file_name(fmt)}"
     response = _immutable(
         request,

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ocr_worker.outputs import alto, hocr
-from ocr_worker.outputs.chunks import ChunkWriter
 from uocr_core.contracts import PageResult
+from uocr_core.results import markdown
+from uocr_core.results.chunks import ChunkWriter
 
 TEXT_FORMATS = ("json", "markdown", "text", "jsonl", "hocr", "alto", "chunks")
 
@@ -52,12 +53,7 @@ def _write_page(
     line = json.dumps(result.to_jsonl_obj(), ensure_ascii=False)
     files["json"].write(("\n  " if first else ",\n  ") + line)
     files["jsonl"].write(line + "\n")
-    body = (
-        result.markdown
-        if result.status == "succeeded"
-        else f"> page {result.page} {result.status}: {result.error or ''}"
-    )
-    marker = ("" if first else "\n\n") + f"<!-- page {result.page} -->\n\n"
+    marker, body = markdown.page_parts(result, first=first)
     files["markdown"].write(marker + body)
     chunks.page(result, body, at + len(marker))
     # A form feed between pages' text, as pdftotext does.

@@ -1,4 +1,4 @@
-"""Chunks for retrieval (ocr_worker/outputs/chunks.py): they cover the document's Markdown once
+"""Chunks for retrieval (uocr_core/results/chunks.py): they cover the document's Markdown once
 and in order, follow its headings, keep tables whole, stay within their size, carry the pages
 and boxes they were read from, and a paragraph running across a page break lists both pages.
 Then a real scanned document of the accuracy set through ``uocr run``."""

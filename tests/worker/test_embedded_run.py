@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 from PIL import Image, ImageDraw, ImageFont
+from tokenizers import Tokenizer
 
 from ocr_worker.embedded import run_document
-from tests.factories import character_error_rate, sample_pages, scanned_pdf
+from tests.factories import bpe_tokenizer, character_error_rate, sample_pages, scanned_pdf
 from uocr_core.settings import load_settings
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "sample.pdf"
@@ -184,3 +185,31 @@ def test_sheets_fed_upside_down_and_sideways_come_back_upright_and_searchable(
             )
             top, bottom = ink[: ink.size // 2], ink[ink.size // 2 :]
             assert top.mean() < bottom.mean(), number  # the text is at the top: upright
+
+
+def test_uocr_run_sizes_chunks_in_a_tokenizers_tokens_and_refuses_a_bad_ask(
+    tmp_path: Path,
+) -> None:
+    """``--chunk-tokens N --tokenizer tokenizer.json``: chunks.jsonl cut again at that many of
+    its tokens, covering every page; a wrong mix of options is one line before any OCR."""
+    texts = [" ".join(lines) for lines in sample_pages(3)] * 10
+    tokenizer = bpe_tokenizer(tmp_path / "tokenizer.json", texts)
+    out = tmp_path / "out"
+    done = _uocr_run(
+        str(SAMPLE), "--out", str(out), "--chunk-tokens", "20", "--tokenizer", str(tokenizer)
+    )
+    assert done.returncode == 0, done.stderr
+    chunks = [json.loads(line) for line in (out / "chunks.jsonl").read_text().splitlines()]
+    counted = Tokenizer.from_file(str(tokenizer))
+    sizes = [len(counted.encode(c["text"], add_special_tokens=False).ids) for c in chunks]
+    assert max(sizes) <= 20 and len(chunks) > 3, sizes
+    assert sorted({p for c in chunks for p in c["pages"]}) == [1, 2, 3]
+
+    for args, says in (
+        (["--chunk-tokens", "20"], "--chunk-tokens and --tokenizer go together"),
+        (["--chunk-chars", "400", "--tokenizer", str(tokenizer)], "not both"),
+        (["--chunk-tokens", "20", "--tokenizer", str(SAMPLE)], "cannot be read"),
+    ):
+        refused = _uocr_run(str(SAMPLE), "--out", str(tmp_path / "o"), *args)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert says in refused.stderr.strip().splitlines()[-1], refused.stderr

@@ -3,8 +3,9 @@ structure allows, each chunk with its heading path and where it was read from.
 
 A chunk is a run of the Markdown's blocks (paragraphs, list items, tables, code, headings):
 - a heading starts a new chunk, and every chunk carries the path of headings it sits under;
-- blocks are added while the chunk stays within ``max_chars``; a paragraph longer than that is
-  cut at sentence ends (else at spaces), while a table or a code block is kept whole;
+- blocks are added while the chunk stays within its size (``measure``: characters, 1,500 by
+  default, or a tokenizer's tokens); a paragraph longer than that is cut at sentence ends (else
+  at spaces), while a table or a code block is kept whole;
 - a paragraph that runs on from one page to the next (its first half ends mid-sentence, the
   second starts in lower case, or in Chinese or Japanese) is one block, so its chunk lists both
   pages.
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from uocr_core.contracts import Block, PageResult
+from uocr_core.results import markdown
+from uocr_core.results.measure import Chars, Measure
 
-MAX_CHARS = 1500  # about 400 tokens of English: a common retrieval chunk
 FURNITURE = frozenset({"header", "footer", "page_number"})  # not in the Markdown
 _HEADING = re.compile(r"^(#{1,6}) +(.*)$")
 _FENCE = re.compile(r"^(```|~~~)")
@@ -58,17 +61,25 @@ class _Chunk:
     headings: list[str]
     pieces: list[_Piece] = field(default_factory=list)
     joins: list[str] = field(default_factory=list)  # what goes between piece n-1 and piece n
+    size: int = 0  # by the writer's measure
 
-    @property
-    def chars(self) -> int:
-        return sum(len(p.text) for p in self.pieces) + sum(len(j) for j in self.joins)
+
+def write_chunks(results: Iterable[PageResult], out: TextIO, measure: Measure) -> None:
+    """The document's chunks at ``measure``'s size, from its page results in order (what the
+    API does for a size other than the one written at assembly)."""
+    writer, at = ChunkWriter(out, measure), 0
+    for n, result in enumerate(results):
+        marker, body = markdown.page_parts(result, first=n == 0)
+        writer.page(result, body, at + len(marker))
+        at += len(marker) + len(body)
+    writer.close()
 
 
 class ChunkWriter:
     """Feed it each page's Markdown body with its offset in result.md, then ``close``."""
 
-    def __init__(self, out: TextIO, max_chars: int = MAX_CHARS) -> None:
-        self.out, self.max_chars = out, max_chars
+    def __init__(self, out: TextIO, measure: Measure | None = None) -> None:
+        self.out, self.measure = out, measure or Chars()
         self.outline: list[tuple[int, str]] = []  # (level, heading) of the headings open here
         self.chunk = _Chunk([])
         self.count = 0
@@ -101,14 +112,21 @@ class ChunkWriter:
             self.outline = [(n, t) for n, t in self.outline if n < piece.level]
             self.outline.append((piece.level, _heading_text(piece.text)))
             self.chunk = _Chunk(self.headings)
-        for part in _cut(piece, self.max_chars):
-            fits = self.chunk.chars + 2 + len(part.text) <= self.max_chars
+        measure = self.measure
+        room = measure.limit
+        if self.chunk.pieces and self._only_headings():  # the text beside its heading
+            room = max(measure.limit - self.chunk.size - measure.join, measure.limit // 4)
+        for part in _cut(piece, measure, room):
+            size = measure.size(part.text)
+            fits = self.chunk.size + measure.join + size <= measure.limit
             if self.chunk.pieces and not continued and not fits and not self._only_headings():
                 self._flush()
                 self.chunk = _Chunk(self.headings)
             if self.chunk.pieces:
                 self.chunk.joins.append(" " if continued else "\n\n")
+                self.chunk.size += measure.join
             self.chunk.pieces.append(part)
+            self.chunk.size += size
             continued = False
 
     @property
@@ -179,18 +197,20 @@ def _heading_text(text: str) -> str:
     return match.group(2).strip() if match else text
 
 
-def _cut(piece: _Piece, max_chars: int) -> list[_Piece]:
+def _cut(piece: _Piece, measure: Measure, room: int) -> list[_Piece]:
     """A text block too long for a chunk, in parts at sentence ends (else at spaces), each with
-    its own offset and the block's box (a block has one box, around every part)."""
-    if piece.kind != "text" or len(piece.text) <= max_chars:
+    its own offset and the block's box (a block has one box, around every part). The first
+    part fits ``room`` (what a heading leaves beside it), the others the measure's limit."""
+    if piece.kind != "text" or measure.size(piece.text) <= room:
         return [piece]
     parts: list[_Piece] = []
     begin = 0
-    while len(piece.text) - begin > max_chars:
-        window = piece.text[begin : begin + max_chars + 1]
-        stop = begin + (_last_end(_SENTENCE_END, window) or _last_end(_SPACE, window) or max_chars)
+    while measure.size(piece.text[begin:]) > room:
+        fit = measure.fitting(piece.text, begin, room)
+        window = piece.text[begin : begin + fit + 1]
+        stop = begin + (_last_end(_SENTENCE_END, window) or _last_end(_SPACE, window) or fit)
         parts.append(_part(piece, begin, stop))
-        begin = stop
+        begin, room = stop, measure.limit
     parts.append(_part(piece, begin, len(piece.text)))
     parts = [part for part in parts if part.text]
     for part in parts:
