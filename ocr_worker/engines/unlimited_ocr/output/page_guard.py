@@ -22,6 +22,7 @@ Rules, applied per decode step (torch-free):
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ class PageGuard:
     _tail: str = ""  # the last few decoded characters, to find a marker split across ids
     _preamble: str = ""  # what was written before the first marker
     _forced: list[int] = field(default_factory=list)
+    # Per page section: the sum of the chosen tokens' log-probabilities, and how many (tokens
+    # the guard forced are not the model's reading: left out).
+    _logprob_sums: dict[int, float] = field(default_factory=dict)
+    _logprob_counts: dict[int, int] = field(default_factory=dict)
     # (n-1)-gram -> counts of the ids that followed it, over the last ``window`` ids only.
     _ngrams: defaultdict[tuple[int, ...], Counter[int]] = field(
         default_factory=lambda: defaultdict(Counter)
@@ -80,6 +85,15 @@ class PageGuard:
         """The page whose image the model is reading now (the first one before any marker)."""
         return max(self.page_index, 0)
 
+    def confidence(self, index: int) -> float | None:
+        """Page section ``index``'s confidence: the geometric mean of the probabilities the
+        model gave the tokens it wrote there (exp of their mean log-probability), 0 to 1;
+        None where it wrote none."""
+        count = self._logprob_counts.get(index, 0)
+        if not count:
+            return None
+        return round(math.exp(self._logprob_sums[index] / count), 4)
+
     def forced_token(self) -> int | None:
         """A token the guard imposes this step (closing a page over budget), or None."""
         if not self._forced and not self.finished:
@@ -96,10 +110,17 @@ class PageGuard:
             banned.add(self.eos_id)
         return banned
 
-    def observe(self, token: int, *, wanted: int | None = None) -> None:
-        """Record the chosen token; ``wanted`` is the model's choice before the bans."""
+    def observe(
+        self, token: int, *, wanted: int | None = None, logprob: float | None = None
+    ) -> None:
+        """Record the chosen token; ``wanted`` is the model's choice before the bans,
+        ``logprob`` the log-probability the model gave ``token``."""
         if self._forced:
             self._forced.pop(0)
+        elif logprob is not None and math.isfinite(logprob) and self.page_index >= 0:
+            page = self.page_index
+            self._logprob_sums[page] = self._logprob_sums.get(page, 0.0) + logprob
+            self._logprob_counts[page] = self._logprob_counts.get(page, 0) + 1
         if wanted is not None and wanted != token:
             if wanted == self.eos_id and not self.on_last_page:
                 self._flag(EARLY_END_FLAG)

@@ -62,6 +62,7 @@ def page_results(
                 height=height,
                 engine=engine,
                 warnings=sorted(warnings),
+                confidence=guard.confidence(index),
             )
         )
     return results

@@ -335,9 +335,10 @@ class Scheduler:
         """Read a step's tokens (waiting for the copy if it is still on its way) and give
         them to each sequence's guard."""
         wanted, chosen = launched.chosen.read()
+        logprobs = launched.chosen.read_logprobs()
         for b, ((sequence, _), alive) in enumerate(zip(launched.batch, launched.live, strict=True)):
             if alive:
-                sequence.guard.observe(chosen[b], wanted=wanted[b])
+                sequence.guard.observe(chosen[b], wanted=wanted[b], logprob=logprobs[b])
                 sequence.generated.append(chosen[b])
                 sequence.wanted.append(wanted[b])
 

@@ -22,6 +22,9 @@ class Chosen:
     tokens: torch.Tensor  # (B,) on the device: what each row feeds next (bans and forcing applied)
     picks: torch.Tensor  # (2, B) on the host (pinned): the model's own choice, then ``tokens``
     ready: torch.cuda.Event | None  # None on the CPU, where the copy is already done
+    # (B,) on the host (pinned): the log-probability the model gave each row's ``tokens``, for
+    # the page's confidence (computed on the device, copied with the picks).
+    logprobs: torch.Tensor | None = None
 
     def read(self) -> tuple[list[int], list[int]]:
         """(wanted, chosen) per row, once the copy has landed."""
@@ -29,6 +32,12 @@ class Chosen:
             self.ready.synchronize()
         wanted, chosen = self.picks.tolist()
         return wanted, chosen
+
+    def read_logprobs(self) -> list[float]:
+        """Each row's log-probability of its token (after ``read``: the same copy)."""
+        if self.ready is not None:
+            self.ready.synchronize()
+        return [] if self.logprobs is None else self.logprobs.tolist()
 
 
 def choose(
@@ -47,13 +56,24 @@ def choose(
     else:
         both = _choose_in_torch(logits, banned, forced)
     chosen = both[1]
+    logprobs = chosen_logprobs(logits, chosen)
     if device.type != "cuda":
-        return Chosen(chosen, both, None)
+        return Chosen(chosen, both, None, logprobs)
     picks = torch.empty(both.shape, dtype=both.dtype, pin_memory=True)
     picks.copy_(both, non_blocking=True)
+    scores = torch.empty(logprobs.shape, dtype=logprobs.dtype, pin_memory=True)
+    scores.copy_(logprobs, non_blocking=True)
     ready = torch.cuda.Event()
     ready.record()
-    return Chosen(chosen, picks, ready)
+    return Chosen(chosen, picks, ready, scores)
+
+
+def chosen_logprobs(logits: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """(B,) float32: log softmax(logits)[b, chosen[b]], on the logits' device. The log-sum-exp
+    reduces the row in its own dtype (accumulating in float32); no float32 copy of the (B, V)
+    logits is made."""
+    picked = logits.gather(1, chosen[:, None].to(torch.long))[:, 0].float()
+    return picked - torch.logsumexp(logits, dim=-1).float()
 
 
 def _choose_in_kernels(

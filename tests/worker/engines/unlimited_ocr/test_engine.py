@@ -58,6 +58,10 @@ def test_groups_yield_one_flagged_section_per_page_and_reuse_the_boundary(checkp
     # says so; it is never reported clean.
     assert all(BUDGET_FLAG in r.warnings or len(r.text.split()) < BUDGET for r in first)
     assert any(BUDGET_FLAG in r.warnings for r in first)
+    # Each page's confidence: how sure the model was of the tokens it wrote there (random
+    # weights over a tiny vocabulary: well short of 1, never 0).
+    scores = [r.confidence for r in first if r.text]
+    assert scores and all(s is not None and 0 < s < 1 for s in scores), scores
     rows_before = runner.prefill_rows_computed
     second = engine.run_group(PageGroupInput("doc", 1, [_page(3)], [_page(4), _page(5)], True))
     assert [r.page for r in second] == [4, 5]

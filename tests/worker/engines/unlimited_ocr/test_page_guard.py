@@ -4,6 +4,11 @@ page's section (transformers' multi-page integration test expects the output to 
 
 from __future__ import annotations
 
+import math
+
+import pytest
+import torch
+
 from ocr_worker.engines.unlimited_ocr.output.page_guard import (
     BUDGET_FLAG,
     EARLY_END_FLAG,
@@ -14,6 +19,7 @@ from ocr_worker.engines.unlimited_ocr.output.page_guard import (
     PageGuard,
 )
 from ocr_worker.engines.unlimited_ocr.output.sections import kept_section_ids
+from ocr_worker.engines.unlimited_ocr.step.sampling import choose, chosen_logprobs
 
 EOS = 1
 # "<PAGE>" as one id (9), or spelled "<" (10) "PAGE" (11) ">" (12), or ">\n" (13) at the end.
@@ -140,3 +146,32 @@ def test_no_section_is_kept_from_an_output_that_did_not_end_cleanly() -> None:
     extra = [*MARK, 20, *MARK, 21, *MARK, 22, *MARK, EOS]  # a fourth section for three pages
     assert _kept(_guard(), extra) == ()
     assert _kept(_guard(num_pages=1, framed=False), [20, 21, EOS]) == ()  # unframed
+
+
+def test_a_pages_confidence_is_the_geometric_mean_of_its_tokens_probabilities() -> None:
+    """Per section, from the log-probabilities the model gave the tokens it chose; tokens the
+    guard forced (closing a page over budget) are not the model's reading and do not count."""
+    guard = _guard(num_pages=2, page_budget=3)
+    guard.observe(MARK[0], logprob=-0.2)  # before the first section: no page's
+    for token, logprob in ((30, math.log(0.9)), (31, math.log(0.4)), (32, math.log(0.9))):
+        guard.observe(token, logprob=logprob)
+    assert guard.forced_token() == MARK[0]
+    guard.observe(MARK[0], logprob=math.log(1e-6))  # forced: left out
+    guard.observe(40, logprob=float("nan"))  # a NaN logit row: left out, never a NaN score
+    assert guard.confidence(0) == pytest.approx((0.9 * 0.4 * 0.9) ** (1 / 3), abs=1e-4)
+    assert guard.confidence(1) is None  # nothing the model wrote there counted
+    guard.observe(41, logprob=math.log(0.5))
+    assert guard.confidence(1) == pytest.approx(0.5)
+
+
+def test_the_chosen_tokens_log_probability_is_log_softmax_at_it() -> None:
+    logits = torch.randn(4, 129_280, generator=torch.Generator().manual_seed(3)) * 4
+    chosen = torch.tensor([0, 7, 129_279, 50_000])
+    expected = torch.log_softmax(logits.double(), -1)[torch.arange(4), chosen].float()
+    assert torch.allclose(chosen_logprobs(logits, chosen), expected, atol=1e-4)
+    # bf16 logits (the card's): the row reduced in float32 inside, within bf16's rounding
+    half = chosen_logprobs(logits.bfloat16(), chosen)
+    assert torch.allclose(half, expected, atol=0.1)
+    assert choose(logits, [set()] * 4, [None] * 4).read_logprobs() == pytest.approx(
+        torch.log_softmax(logits, -1).max(-1).values.tolist(), abs=1e-4
+    )
