@@ -18,6 +18,7 @@ from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.runtime.decode_loop import DecodeLoop
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment, Scheduler
 from ocr_worker.engines.unlimited_ocr.step import fused_step
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA
 from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import VisualKVWorkspace
@@ -125,10 +126,10 @@ class Engine:
             bytes_per_token=kv_bytes(text),
             block_size=args.block_size,
         )
-        selector = (
+        rule = (
             BlockSelector(SrSwaSettings(max_blocks=sr_swa_blocks), block_size=args.block_size)
             if sr_swa_blocks
-            else None
+            else R_SWA
         )
         self.runner = ModelRunner(
             model,
@@ -136,7 +137,7 @@ class Engine:
             block_size=args.block_size,
             device=device,
             dtype=dtype,
-            selector=selector,
+            rule=rule,
             cuda_graphs=not args.no_cuda_graphs,
             fused_kernels=fused and device.type == "cuda",
         )

@@ -40,6 +40,7 @@ from ocr_worker.engines.unlimited_ocr.runtime.scheduler import (
     free_segments,
 )
 from ocr_worker.engines.unlimited_ocr.runtime.vision_batcher import VisionBatcher
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA, DecodeRule
 from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import VisualKVWorkspace
@@ -101,14 +102,14 @@ class UnlimitedOcrEngine(OcrEngine):
             bytes_per_token=bytes_per_token,
             block_size=self.options.block_size,
         )
-        selector = _selector(self.options, workspace.block_size)
+        rule = _decode_rule(self.options, workspace.block_size)
         runner = ModelRunner(
             model,
             num_blocks=workspace.num_blocks,
             block_size=workspace.block_size,
             device=device,
             dtype=dtype,
-            selector=selector,
+            rule=rule,
             cuda_graphs=self.options.cuda_graphs,
             fused_kernels=self.options.fused_kernels and device.type == "cuda",
         )
@@ -337,11 +338,11 @@ class UnlimitedOcrEngine(OcrEngine):
         return page_results(group, text, guard, engine=self.name)
 
 
-def _selector(options: UnlimitedOcrSettings, block_size: int) -> BlockSelector | None:
-    """SR-SWA's block selector when the setting asks for it: an opt-in, training-free
-    approximation on v1 weights, for speed (v1 was trained with R-SWA, the default)."""
+def _decode_rule(options: UnlimitedOcrSettings, block_size: int) -> DecodeRule:
+    """R-SWA, as v1 was trained; SR-SWA's block selector when the setting asks for it: an
+    opt-in, training-free approximation on v1 weights, for speed."""
     if not options.sr_swa:
-        return None
+        return R_SWA
     settings = SrSwaSettings(
         max_blocks=options.sr_swa_max_blocks, page_gate=options.sr_swa_page_gate
     )

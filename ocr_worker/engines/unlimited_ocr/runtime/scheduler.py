@@ -127,7 +127,7 @@ class Scheduler:
         queues this step's choice (the guard's bans and forcing applied on the device). New
         sequences' first tokens, chosen by their prefill pass, are fed from the device alike.
         A sequence the guard finishes rides along in the step already launched; its row is
-        dropped. SR-SWA's block choice follows the page the guard has seen, so with a selector
+        dropped. SR-SWA's block choice follows the page the guard has seen, so with such a rule
         every step reads its tokens before the next is launched."""
         # unread choices on the device: the last step's, then the passes' admitted since (the
         # order of self.running, so an unchanged batch feeds them with no gather)
@@ -193,7 +193,7 @@ class Scheduler:
     def _overlapped(self) -> bool:
         """Whether a step is launched before its predecessor's tokens are read: SR-SWA reads
         them first, its blocks following the page the guard has seen."""
-        return self.overlap and self.runner.selector is None
+        return self.overlap and not self.runner.rule.follows_page
 
     def _admit_passes(self) -> list[Launched]:
         """Prefill what fits, pass by pass; each pass's first tokens are chosen, not read."""

@@ -19,9 +19,9 @@ import torch.nn.functional as F
 
 from ocr_worker.engines.unlimited_ocr.step.batch_rows import BatchRows
 from ocr_worker.engines.unlimited_ocr.step.cuda_graphs import CudaGraphSteps
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA, DecodeRule
 from ocr_worker.engines.unlimited_ocr.step.prefill_part import PrefillPart, PrefillPass
 from ocr_worker.engines.unlimited_ocr.step.sampling import on_device
-from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.workspace.sequence import Segment, Sequence
 
@@ -53,7 +53,7 @@ class ModelRunner:
         block_size: int,
         device: torch.device,
         dtype: torch.dtype,
-        selector: BlockSelector | None = None,
+        rule: DecodeRule = R_SWA,
         cuda_graphs: bool = False,
         fused_kernels: bool = False,
     ) -> None:
@@ -67,7 +67,7 @@ class ModelRunner:
         self.max_positions: int = config.max_position_embeddings  # 32,768: groups stay in it
         self.inv_freq = text.rotary_emb.inv_freq.to(device=device, dtype=torch.float32)
         self.block_size, self.device, self.dtype = block_size, device, dtype
-        self.selector = selector
+        self.rule = rule  # which prefix rows each step reads (decode_rule.py)
         # One spare block past the workspace's: padding rows of graphed steps point there.
         self.scratch_row = num_blocks * block_size
         shape = (len(self.layers), (num_blocks + 1) * block_size, self.num_heads, self.head_dim)
@@ -223,8 +223,8 @@ class ModelRunner:
     def feed_generated(self, sequence: Sequence, ids: list[int]) -> torch.Tensor:
         """Teacher-force ``ids`` as the sequence's first generated tokens, in one pass, right
         after its prefill: each sees the whole prefix and the ``window`` most recent of them,
-        itself included (R-SWA, as decoding them one by one would: SR-SWA's selector is not
-        applied here), at positions after the prefix; their KV lands in the ring slots decode
+        itself included (R-SWA, as decoding them one by one would: another decode rule is
+        not applied here), at positions after the prefix; their KV lands in the ring slots decode
         would have written, so the ring ends holding the last ``window``. Returns the logits
         after the last id (V,)."""
         count, window = len(ids), sequence.window
@@ -325,8 +325,8 @@ class ModelRunner:
             self.k_pool[index, write_rows], self.v_pool[index, write_rows] = k, v
             rows, visible = batch.rows, valid
             if batch.scored:  # a candidate set above the budget: choose blocks per layer
-                assert self.selector is not None and sequences is not None
-                rows, visible = self.selector.select(self, index, q, rows, valid, sequences)
+                assert sequences is not None
+                rows, visible = self.rule.select(self, index, q, rows, valid, sequences)
             keys = self.k_pool[index][rows].transpose(1, 2)  # (B, H, R, D)
             values = self.v_pool[index][rows].transpose(1, 2)
             out = F.scaled_dot_product_attention(
@@ -337,7 +337,8 @@ class ModelRunner:
 
     def _batch(self, sequences: list[Sequence]) -> BatchRows:
         """The rows each sequence reads, rebuilt only when the batch or a page changes."""
-        key = tuple((id(s), s.guard.current_page if self.selector else 0) for s in sequences)
+        follows = self.rule.follows_page
+        key = tuple((id(s), s.guard.current_page if follows else 0) for s in sequences)
         cached = self._batch_cache  # read once: overlap_bench prefills from another thread
         if cached is None or cached[0] != key:
             cached = self._batch_cache = (key, self._build_batch(sequences))
@@ -348,7 +349,7 @@ class ModelRunner:
         window = sequences[0].window
         prefixes, scored = [], False
         for s in sequences:
-            plan = self.selector.plan(s) if self.selector else None
+            plan = self.rule.plan(s)
             scored = scored or (plan is not None and plan.scored)
             blocks = [seg.blocks for seg in s.segments] if plan is None else plan.blocks
             prefixes.append(np.concatenate([self.host_rows(b) for b in blocks]))

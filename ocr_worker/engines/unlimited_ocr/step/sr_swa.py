@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import ReadPlan
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.workspace.sequence import Sequence
 
@@ -44,22 +45,12 @@ class SrSwaSettings:
 ALWAYS_READ = ("bos", "prompt")  # segment kinds every step reads
 
 
-@dataclass(frozen=True)
-class ReadPlan:
-    """The prefix blocks a sequence may read this page: ``always`` (BOS, prompt) and the
-    ``candidates``; ``scored`` when the candidates exceed the budget, so each layer's query
-    picks among them."""
-
-    always: list[WorkspaceBlocks]
-    candidates: list[WorkspaceBlocks]
-    scored: bool
-
-    @property
-    def blocks(self) -> list[WorkspaceBlocks]:
-        return self.always + self.candidates
-
-
 class BlockSelector:
+    """SR-SWA as a ``DecodeRule`` (decode_rule.py): its rows follow the page being read."""
+
+    name = "sr-swa"
+    follows_page = True
+
     def __init__(self, settings: SrSwaSettings, *, block_size: int) -> None:
         self.settings = settings
         self.block_size = block_size

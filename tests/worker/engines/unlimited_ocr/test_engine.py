@@ -17,6 +17,7 @@ from ocr_worker.engines.unlimited_ocr.output.page_guard import BUDGET_FLAG
 from ocr_worker.engines.unlimited_ocr.output.sections import kept_section_ids
 from ocr_worker.engines.unlimited_ocr.runtime.engine import UnlimitedOcrEngine
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, Finished
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA
 from tests.worker.engines.unlimited_ocr.tiny_model import write_tiny_checkpoint
 from uocr_core.contracts import PageResult
 from uocr_core.settings import load_settings
@@ -118,8 +119,8 @@ def test_kept_pages_give_way_to_a_group_that_needs_their_blocks(checkpoint: Path
 
 
 def test_r_swa_the_trained_rule_is_the_default_and_sr_swa_is_opt_in(checkpoint: Path) -> None:
-    assert _engine(checkpoint).loop.scheduler.runner.selector is None  # every prefix row read
-    assert _engine(checkpoint, sr_swa=True).loop.scheduler.runner.selector is not None
+    assert _engine(checkpoint).loop.scheduler.runner.rule is R_SWA  # every prefix row read
+    assert _engine(checkpoint, sr_swa=True).loop.scheduler.runner.rule.name == "sr-swa"
 
 
 def test_the_stage_clock_accounts_each_stage_and_every_decoded_token(checkpoint: Path) -> None:

@@ -17,6 +17,7 @@ from ocr_worker.engines.unlimited_ocr.kernels.prefill_attention import paged_pre
 from ocr_worker.engines.unlimited_ocr.kernels.tuning import PREFILL_TILES, PrefillTile
 from ocr_worker.engines.unlimited_ocr.output.page_guard import PageGuard
 from ocr_worker.engines.unlimited_ocr.runtime.scheduler import DecodeRequest, NewSegment, Scheduler
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA
 from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import VisualKVWorkspace
@@ -63,7 +64,7 @@ def _run(
         device=DEVICE,
         dtype=torch.bfloat16,
         cuda_graphs=graphs,
-        selector=BlockSelector(SrSwaSettings(max_blocks=12), block_size=32) if selector else None,
+        rule=BlockSelector(SrSwaSettings(max_blocks=12), block_size=32) if selector else R_SWA,
         fused_kernels=fused,
     )
     scheduler = Scheduler(runner, workspace, max_concurrency=3, window=128, overlap=overlap)

@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 import torch
 
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA
 from tests.worker.engines.unlimited_ocr import tiny_model
 from tests.worker.engines.unlimited_ocr.test_transformers_parity import (
     engine_request,
@@ -207,7 +208,7 @@ def engine(model: Any, tokenizer_dir: Path, device: torch.device) -> Any:
 def test_the_engine_computes_what_generate_computes(
     case: str, inputs: dict[str, Any], model: Any, engine: Any
 ) -> None:
-    assert engine.loop.scheduler.runner.selector is None  # R-SWA by default
+    assert engine.loop.scheduler.runner.rule is R_SWA  # R-SWA by default
     assert engine.loop.scheduler.runner.fused is not None  # our Triton kernels by default
     indices, _, _ = CASES[case]
     tokens, logits = reference(model, inputs[case], len(indices))

@@ -19,6 +19,7 @@ from ocr_worker.engines.unlimited_ocr.runtime.scheduler import (
     Scheduler,
     free_segments,
 )
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA
 from ocr_worker.engines.unlimited_ocr.step.model_runner import ModelRunner
 from ocr_worker.engines.unlimited_ocr.step.sampling import Chosen
 from ocr_worker.engines.unlimited_ocr.step.sr_swa import BlockSelector, SrSwaSettings
@@ -80,7 +81,7 @@ def _scheduler(model, blocks: int = 256, concurrency: int = 16, selector=None, f
         block_size=BLOCK,
         device=torch.device("cpu"),
         dtype=torch.float32,
-        selector=selector,
+        rule=selector or R_SWA,
         fused_kernels=fused,  # our Triton kernels, here under Triton's interpreter
     )
     return Scheduler(runner, workspace, concurrency, WINDOW)

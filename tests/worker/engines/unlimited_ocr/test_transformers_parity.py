@@ -34,6 +34,8 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import R_SWA
+
 REPO = Path(__file__).resolve().parents[4]
 TORCHVISION_DIR = REPO / ".ci-state" / "torchvision"  # pip install --no-deps --target
 STEPS = 48  # the ring (8 slots) wraps 6 times
@@ -353,7 +355,7 @@ def test_the_prefix_is_the_processors(
 def test_greedy_tokens_equal_generate(
     case: str, inputs: dict[str, Any], reference: Any, engines: dict[str, Any]
 ) -> None:
-    assert engines["default"].loop.scheduler.runner.selector is None  # R-SWA, as v1 was trained
+    assert engines["default"].loop.scheduler.runner.rule is R_SWA  # R-SWA, as v1 was trained
     indices, _, crop = CASES[case]
     expected = reference_tokens(reference, inputs[case], STEPS, len(indices))
     got = engine_tokens(*ours_for(engines, indices, crop))
