@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.accuracy.corpus import CI_DOCUMENTS
+from bench.accuracy.runner import ScannedDocument, scan
 from tests.conftest import Stack
+from tests.e2e.helpers import wait_for
 from tests.e2e.processes import (
     FLOWER_PASSWORD,
     FLOWER_USER,
@@ -98,3 +102,34 @@ def service(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 process.stop()
         server.shutdown()
         print(f"service logs in {logs}")
+
+
+@dataclass(frozen=True)
+class ReadScan:
+    """A real scanned document of the accuracy set, read by the service's real worker."""
+
+    tenant: CreatedKey
+    job_id: str
+    scanned: ScannedDocument
+
+
+@pytest.fixture(scope="session")
+def real_scan_read(service: Service) -> ReadScan:
+    """r-admin's three real pages (English prose, headings, shell commands), scanned as
+    scanners degrade them and read once for the tests that look at what came out (search,
+    chunk sizes): the CPU engine takes about a minute on them."""
+    source = CI_DOCUMENTS[0]
+    if not source.pdf_path.is_file():
+        message = f"{source.pdf_path} not fetched (bash .ci/setup fetches it)"
+        if os.environ.get("UOCR_REQUIRE_SERVICES"):
+            pytest.fail(message)
+        pytest.skip(message)
+    scanned = scan(source)
+    tenant = service.stack.new_tenant()
+    with service.client(tenant) as client:
+        accepted = client.post("/v1/jobs", files={"file": ("r-admin.pdf", scanned.pdf)})
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["id"]
+        job, _ = wait_for(client, job_id)
+    assert job["status"] == "succeeded", job
+    return ReadScan(tenant, job_id, scanned)

@@ -14,12 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from bench.accuracy.corpus import CI_DOCUMENTS
-from bench.accuracy.runner import scan
 from ocr_api.main import create_app
 from tests.conftest import ServiceUrls, Stack, deployment_without_workers
-from tests.e2e.conftest import Service
-from tests.e2e.helpers import submit, wait_for
+from tests.e2e.conftest import ReadScan, Service
 from tests.factories import sample_pages, scanned_pdf
 from uocr_client.client import UocrClient
 from uocr_core.db import transaction
@@ -140,24 +137,16 @@ def test_search_finds_ranks_pages_and_keeps_to_its_tenant(
             assert set(kept) == {others_job}
 
 
-def test_a_phrase_on_page_n_of_a_real_scan_is_found_there_with_its_box(service: Service) -> None:
+def test_a_phrase_on_page_n_of_a_real_scan_is_found_there_with_its_box(
+    service: Service, real_scan_read: ReadScan
+) -> None:
     """r-admin's three real pages, scanned as scanners degrade them and read by the real
     worker: a phrase from one page's own text is found on that page, inside a box drawn where
-    the phrase lies on the scan."""
-    source = CI_DOCUMENTS[0]  # r-admin: English prose, headings, shell commands
-    if not source.pdf_path.is_file():
-        message = f"{source.pdf_path} not fetched (bash .ci/setup fetches it)"
-        if os.environ.get("UOCR_REQUIRE_SERVICES"):
-            pytest.fail(message)
-        pytest.skip(message)
-    scanned = scan(source)
-    tenant, stranger = service.stack.new_tenant(), service.stack.new_tenant()
+    the phrase lies on the scan; not by another tenant."""
+    tenant, job_id, scanned = real_scan_read.tenant, real_scan_read.job_id, real_scan_read.scanned
+    source = scanned.source
+    stranger = service.stack.new_tenant()
     with service.client(tenant) as client:
-        accepted = submit(client, scanned.pdf, "r-admin.pdf")
-        assert accepted.status_code == 202, accepted.text
-        job_id = accepted.json()["id"]
-        job, _ = wait_for(client, job_id)
-        assert job["status"] == "succeeded", job
         for n, page_index in enumerate(source.pages, 1):
             phrase, where = _phrase_only_on(source.pdf_path, source.pages, page_index)
             found = client.get("/v1/search", params={"q": f'"{phrase}"', "job_id": job_id})
