@@ -26,6 +26,22 @@ def require_database(settings: Settings) -> None:
             f"the database at {redact(url)} (UOCR_DATABASE__URL) is at revision {current}, "
             f"not {', '.join(state.heads)}: run `uocr db upgrade`"
         )
+    _require_search_language(settings)
+
+
+def _require_search_language(settings: Settings) -> None:
+    """search.language names a text-search configuration of this Postgres: a misspelt one
+    would fail every page's recording (the index is written in its transaction)."""
+    from uocr_core.search.index import known_languages
+
+    if not settings.database.url.startswith("postgresql"):
+        return
+    known = known_languages(settings.database.url)
+    if settings.search.language not in known:
+        raise CliError(
+            f"search.language {settings.search.language!r} (UOCR_SEARCH__LANGUAGE) is no "
+            f"text-search configuration of the database; it has {', '.join(sorted(known))}"
+        )
 
 
 def require_broker(settings: Settings) -> None:

@@ -134,7 +134,7 @@ class UocrClient:
 
     def jobs(self, *, status: str | None = None, page_size: int = 100) -> Iterator[JobSummary]:
         """Every job of the tenant, newest first, following the cursor."""
-        params = {"limit": page_size, "status": status}
+        params = {"limit": page_size, "status": status or None}
         for page in self._pages("/v1/jobs", JobList, params):
             yield from page.jobs
 

@@ -38,9 +38,11 @@ def asked(
 def rechunked(pages_jsonl: bytes, size: measure.Measure) -> bytes:
     """The document's chunks at ``size``, from its pages.jsonl."""
     out = io.StringIO()
+    # Lines end at "\n" only: a page's text may hold U+2028 and the like, written raw
+    # (ensure_ascii=False), which str.splitlines would cut a JSON line at.
     pages = (
         PageResult.model_validate(json.loads(line))
-        for line in pages_jsonl.decode().splitlines()
+        for line in pages_jsonl.split(b"\n")
         if line.strip()
     )
     write_chunks(pages, out, size)

@@ -71,3 +71,18 @@ def test_flower_refuses_credentials_without_a_user_and_a_password(credentials: s
     done = uocr("flower", env={**UNREACHABLE, "FLOWER_BASIC_AUTH": credentials})
     assert done.returncode == 1
     assert done.stderr.strip() == "error: --basic-auth (FLOWER_BASIC_AUTH) takes user:password"
+
+
+def test_api_refuses_a_search_language_postgres_does_not_have(service_urls: ServiceUrls) -> None:
+    """A misspelt language would fail every page's recording: refused at start, naming it and
+    the ones there are."""
+    tag = f"cli_{uuid.uuid4().hex[:8]}"
+    url = create_database(service_urls.database_admin, tag)
+    try:
+        done = uocr("api", env={"UOCR_DATABASE__URL": url, "UOCR_SEARCH__LANGUAGE": "englsh"})
+        assert done.returncode == 1
+        (line,) = done.stderr.strip().splitlines()
+        assert "search.language 'englsh' (UOCR_SEARCH__LANGUAGE)" in line
+        assert "english" in line and "simple" in line
+    finally:
+        drop_database(service_urls.database_admin, tag)

@@ -98,6 +98,11 @@ def test_search_finds_ranks_pages_and_keeps_to_its_tenant(
             [(cx1, _, cx2, _)] = chinese["boxes"]
             assert (cx1, cx2) == pytest.approx((100 + 40 * 5, 460), abs=0.1)
             assert search("契约档案")["hits"] == []  # the characters, not in that order
+            # One character, wherever it stands in a run (first, inside, last).
+            for char, at in (("档", 0), ("保", 3), ("约", 8)):
+                [single] = search(char)["hits"]
+                [(sx1, _, sx2, _)] = single["boxes"]
+                assert single["page"] == 3 and (sx1, sx2) == (100 + 40 * at, 140 + 40 * at)
             # Excluded words, a job's pages, one page, paging.
             assert [h["page"] for h in search("archive -minutes")["hits"]] == [2]
             assert [h["page"] for h in search("archive", job_id=job, page=1)["hits"]] == [1]
@@ -118,6 +123,7 @@ def test_search_finds_ranks_pages_and_keeps_to_its_tenant(
                 ({"q": "?!... -- ()"}, "only punctuation"),
                 ({"q": "deed\x00gift"}, "control character"),
                 ({"q": "the of"}, "too common"),
+                ({"q": "-minutes"}, "only leaves words out"),
                 ({"q": "deed", "cursor": "bm90IG9uZQ"}, "cursor"),
                 ({"q": "deed", "job_id": "not-a-job"}, "job_id"),
                 ({"q": "deed", "limit": 1000}, "limit"),

@@ -123,8 +123,9 @@ class ChunkWriter:
                 self._flush()
                 self.chunk = _Chunk(self.headings)
             if self.chunk.pieces:
-                self.chunk.joins.append(" " if continued else "\n\n")
-                self.chunk.size += measure.join
+                join = " " if continued else "\n\n"
+                self.chunk.joins.append(join)
+                self.chunk.size += measure.size(join) if continued else measure.join
             self.chunk.pieces.append(part)
             self.chunk.size += size
             continued = False

@@ -60,16 +60,13 @@ class Tokens:
         return len(_tokenizer(self.tokenizer_path).encode(text, add_special_tokens=False).ids)
 
     def fitting(self, text: str, begin: int, room: int) -> int:
-        """The longest run from ``begin`` within ``room`` tokens: a binary search on its
-        length (a longer run never has fewer tokens)."""
-        low, high = 1, len(text) - begin
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self.size(text[begin : begin + middle]) <= room:
-                low = middle
-            else:
-                high = middle - 1
-        return low
+        """The run from ``begin`` that its first ``room`` tokens cover: the text tokenised
+        once, cut where token ``room`` ends (at least one character)."""
+        rest = text[begin:]
+        encoded = _tokenizer(self.tokenizer_path).encode(rest, add_special_tokens=False)
+        if len(encoded.ids) <= room:
+            return len(rest)
+        return max(1, encoded.offsets[room - 1][1]) if room >= 1 else 1
 
 
 def tokens(limit: int, name: str, known: dict[str, Path]) -> Tokens:

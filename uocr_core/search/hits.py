@@ -5,7 +5,8 @@ words: an engine gives a box a line (or a block, in bands), not a box a characte
 matches when Postgres reduces it to one of the query's lexemes (so "running" finds "runs" under
 English stemming); a CJK run of the query matches where it stands in a line, character for
 character. Neighbouring matches on a line, with only spaces, punctuation or stop words between
-("deed of gift"), make one box: a phrase is one box, not one a word.
+("deed of gift"), make one box: a phrase is one box, not one a word (CJK text between keeps
+them apart).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _merged(text: str, spans: list[Span], stop: Callable[[str], bool]) -> list[S
     merged: list[Span] = []
     for start, end in sorted(spans):
         gap = text[merged[-1][1] : start] if merged else ""
-        if merged and all(stop(m.group().lower()) for m in WORD.finditer(gap)):
+        fillers = all(stop(m.group().lower()) for m in WORD.finditer(gap))
+        if merged and fillers and not CJK_RUN.search(gap):
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
             merged.append((start, end))

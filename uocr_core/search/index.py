@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import cast, delete, func, insert, literal, select
+from sqlalchemy import cast, create_engine, delete, func, insert, literal, select, text
 from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
@@ -30,6 +30,16 @@ class PageLines:
     lines: Sequence[tuple[str, Box]]
     width: int | None
     height: int | None
+
+
+def known_languages(database_url: str) -> set[str]:
+    """The text-search configurations Postgres has (``\\dF``): what search.language may name."""
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return set(connection.scalars(text("SELECT cfgname FROM pg_ts_config")))
+    finally:
+        engine.dispose()
 
 
 def searchable(session: Session) -> bool:

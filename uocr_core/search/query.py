@@ -55,7 +55,7 @@ class Scope:
 
 
 _FIND = """
-WITH q AS (SELECT websearch_to_tsquery(CAST(:language AS regconfig), :websearch) AS query),
+WITH q AS (SELECT {tsquery} AS query),
 candidates AS (
     SELECT pt.job_id, pt.page_no, ts_rank_cd(pt.document, q.query) AS rank
     FROM page_texts pt CROSS JOIN q JOIN jobs j ON j.id = pt.job_id
@@ -94,12 +94,15 @@ def search(
     offset = _offset(cursor, candidates)
     filters = {name: value for name, value in vars(scope).items() if name in _SCOPES}
     used = {name: value for name, value in filters.items() if value is not None}
-    statement = text(_FIND.format(scope=" ".join(_SCOPES[name] for name in used)))
+    statement = text(
+        _FIND.format(tsquery=_tsquery(query), scope=" ".join(_SCOPES[name] for name in used))
+    )
     rows = session.execute(
         statement,
         {
             "language": language,
             "websearch": query.websearch,
+            "prefixes": query.prefixes,
             "tenant_id": scope.tenant_id,
             "candidates": candidates,
             "limit": limit + 1,
@@ -125,8 +128,8 @@ def search(
 def _asked_lexemes(session: Session, query: Query, language: str) -> set[str]:
     """The lexemes the query looks for, or a 422 if it has none (only words too common)."""
     tsquery = session.scalar(
-        text("SELECT websearch_to_tsquery(CAST(:language AS regconfig), :websearch)::text"),
-        {"language": language, "websearch": query.websearch},
+        text(f"SELECT ({_tsquery(query)})::text"),
+        {"language": language, "websearch": query.websearch, "prefixes": query.prefixes},
     )
     if not tsquery:
         raise InvalidRequest(
@@ -134,7 +137,24 @@ def _asked_lexemes(session: Session, query: Query, language: str) -> set[str]:
             "stop words such as 'the', 'of'); add a word that says more",
             loc=("query", "q"),
         )
-    return hits.lexemes(tsquery, positive_only=True)
+    asked = hits.lexemes(tsquery, positive_only=True)
+    if not asked:
+        raise InvalidRequest(
+            f"q ({query.text!r}) only leaves words out (-word): say what to find as well",
+            loc=("query", "q"),
+        )
+    return asked
+
+
+def _tsquery(query: Query) -> str:
+    """The query in Postgres' terms: the words and phrases through the deployment's
+    configuration, and lone CJK characters as prefixes of the indexed pairs (words.py)."""
+    words = "websearch_to_tsquery(CAST(:language AS regconfig), :websearch)"
+    if not query.cjk_singles:
+        return words
+    if not query.websearch.strip():
+        return "to_tsquery('simple', :prefixes)"
+    return f"({words} && to_tsquery('simple', :prefixes))"
 
 
 def _reduced_words(

@@ -2,9 +2,11 @@
 
 Postgres' parser splits words at spaces and punctuation, which Chinese and Japanese do not
 use: a line of Chinese would be one long "word" found only whole. So each run of CJK
-characters is indexed as its overlapping pairs ("中文字" -> "中文 文字"), and a CJK run in a
-query becomes the phrase of its pairs, which matches it anywhere in a line: plain substring
-matching, through the same index as every other language. Other text is left to the
+characters is indexed as its overlapping pairs, then its last character alone ("中文字" ->
+"中文 文字 字"), and a CJK run in a query becomes the phrase of its pairs, which matches it
+anywhere in a line: plain substring matching, through the same index as every other language.
+A lone character (猫, 王) is asked for as a prefix ("猫:*"): every character of a run starts a
+pair or is the run's last. Other text is left to the
 deployment's text-search configuration (stemming where Postgres has one: docs/search.md).
 """
 
@@ -23,8 +25,14 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def indexed_text(text: str) -> str:
-    """``text`` with each CJK run written as its overlapping character pairs."""
-    return CJK_RUN.sub(_spaced_pairs, text)
+    """``text`` with each CJK run written as its overlapping character pairs and its last
+    character."""
+    return CJK_RUN.sub(_indexed_run, text)
+
+
+def _indexed_run(run: re.Match[str]) -> str:
+    text = run.group()
+    return f" {_pairs(text)} {text[-1]} " if len(text) > 1 else f" {text} "
 
 
 def _pairs(run: str) -> str:
@@ -41,6 +49,13 @@ class Query:
     text: str
     websearch: str
     cjk_runs: tuple[str, ...]
+    # Lone CJK characters, asked for as prefixes of the indexed pairs (``to_tsquery``'s
+    # "猫:*"), ANDed with the rest.
+    cjk_singles: tuple[str, ...] = ()
+
+    @property
+    def prefixes(self) -> str:
+        return " & ".join(f"{char}:*" for char in self.cjk_singles)
 
 
 def parse(q: str | None) -> Query:
@@ -61,7 +76,16 @@ def parse(q: str | None) -> Query:
             "q has no letters or digits to search for (only punctuation)", loc=("query", "q")
         )
     text = " ".join(q.split())
-    return Query(text, _websearch(text), tuple(dict.fromkeys(CJK_RUN.findall(text))))
+    if text.count('"') % 2:  # an unclosed quote quotes nothing
+        text = "".join(text.rsplit('"', 1)).strip()
+    runs = tuple(dict.fromkeys(CJK_RUN.findall(text)))
+    singles = tuple(run for run in runs if len(run) == 1)
+    rest = CJK_RUN.sub(_without_singles, text)
+    return Query(text, _websearch(rest), runs, singles)
+
+
+def _without_singles(run: re.Match[str]) -> str:
+    return " " if len(run.group()) == 1 else run.group()
 
 
 def _websearch(text: str) -> str:
@@ -69,7 +93,7 @@ def _websearch(text: str) -> str:
     each run is quoted as a phrase of its own (a word would match any one pair)."""
     parts = text.split('"')
     for i, part in enumerate(parts):
-        quoted = i % 2 == 1 and i < len(parts) - 1  # an unclosed quote quotes nothing
+        quoted = i % 2 == 1
         parts[i] = CJK_RUN.sub(_quoted_pairs if not quoted else _spaced_pairs, part)
     return '"'.join(parts)
 

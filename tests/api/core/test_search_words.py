@@ -12,8 +12,8 @@ from uocr_core.search import hits, words
 STOP = {"of", "the", "and", "for"}
 
 
-def test_cjk_runs_are_indexed_as_overlapping_pairs_and_other_text_as_it_is() -> None:
-    assert words.indexed_text("档案馆 archive 契") == " 档案 案馆  archive  契 "
+def test_cjk_runs_are_indexed_as_overlapping_pairs_then_the_last_character() -> None:
+    assert words.indexed_text("档案馆 archive 契") == " 档案 案馆 馆  archive  契 "
     assert words.indexed_text("Deed of gift, 1998") == "Deed of gift, 1998"
 
 
@@ -22,6 +22,16 @@ def test_a_cjk_run_in_a_query_is_a_phrase_of_its_pairs_quoted_or_not() -> None:
     assert words.parse('"the 捐赠契约 deed"').websearch == '"the  捐赠 赠契 契约  deed"'
     query = words.parse("  deed   of\tgift 契约 契约 ")
     assert query.text == "deed of gift 契约 契约" and query.cjk_runs == ("契约",)
+    # An unclosed quote quotes nothing (the run stays a phrase of its own).
+    assert words.parse('"捐赠契约').websearch == ' "捐赠 赠契 契约" '
+
+
+def test_a_lone_cjk_character_is_asked_for_as_a_prefix_of_the_pairs() -> None:
+    """Every character of an indexed run starts a pair or is the run's last: "王:*" finds it."""
+    query = words.parse("王 contract")
+    assert query.cjk_singles == ("王",) and query.prefixes == "王:*"
+    assert query.websearch.strip() == "contract" and query.cjk_runs == ("王",)
+    assert words.parse("猫 狗").prefixes == "猫:* & 狗:*"
 
 
 @pytest.mark.parametrize(

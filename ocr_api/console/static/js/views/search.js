@@ -47,7 +47,11 @@ export function searchView(ctx, q) {
     );
   }
 
-  more.addEventListener("click", () => load(true));
+  more.addEventListener("click", async () => {
+    more.disabled = true; // a second click before the answer would add the same hits twice
+    await load(true);
+    more.disabled = false;
+  });
   if (q) load(false);
   const element = h(
     "section",
