@@ -8,11 +8,12 @@ Debian manuals, English and Chinese: bench/accuracy/corpus.py) and a first line 
 document ("Folio 3f2a9c1d, page 12"), through ``to_tsvector`` with the service's configuration.
 
 Then the API (in process, through its routes, auth and serialisation) answers the largest
-tenant's queries of seven kinds, each asked ``--queries`` times with different words: a
+tenant's queries of eight kinds, each asked ``--queries`` times with different words: a
 document's reference (a handful of pages), a word and a phrase from the manuals, two words,
-Chinese, a word on every page (more matches than ``search.rank_candidates``) and a word found
-nowhere. It prints p50/p95/max a kind and over all, for each size, and the ratio of the largest
-size's p95 to the smallest's.
+Chinese (2 to 4 characters, and one alone), a word on every page (more matches than
+``search.rank_candidates``) and a word found nowhere. It prints p50/p95/max a kind and over
+all, for each size, and the ratio of the largest size's p95 to the smallest's; and what
+indexing a page costs the record stage at each size.
 
 Needs the services (`eval "$(bash .ci/services env)"`) and the corpus (`bash .ci/setup`):
     .venv/bin/python -m bench.service.search_bench --pages 10000 1000000
@@ -29,9 +30,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import psycopg
 import pymupdf
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
 
 from bench import harness
 from bench.accuracy.corpus import CI_DOCUMENTS, EXTRA_DOCUMENTS, TABLE_DOCUMENTS
@@ -40,6 +44,7 @@ from ocr_api.main import create_app
 from tests import scale_fill
 from tests.conftest import TEST_SETTINGS_ENV, create_database, drop_database
 from uocr_core.db import make_engine, make_session_factory, transaction
+from uocr_core.search.index import PageLines, add_pages
 from uocr_core.search.words import CJK_RUN, indexed_text
 from uocr_core.settings import load_settings
 from uocr_core.tenants import create_key
@@ -146,6 +151,7 @@ def queries(
     }
     if chinese:
         kinds["chinese"] = some(run[: rng.choice((2, 3, 4))] for run in draw(chinese))
+        kinds["one character"] = some(rng.choice(run) for run in draw(chinese))
     return kinds
 
 
@@ -179,6 +185,42 @@ def _spread(times: list[float]) -> dict[str, float]:
     }
 
 
+def indexing_cost(
+    sessions: sessionmaker[Session], url: str, lines: list[str], language: str, groups: int = 100
+) -> dict[str, float]:
+    """What the record stage pays to index a page: ``groups`` groups of 8 pages of 36 real
+    lines, each written as the record stage writes them (``search.index.add_pages``, one
+    transaction a group), into the filled index; Postgres's CPU from its backend's own
+    counters, and the wall time."""
+    plain = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain) as conn:
+        row = conn.execute("SELECT id, tenant_id FROM jobs LIMIT 1").fetchone()
+    assert row is not None
+    job_id, tenant_id = row
+    rng = random.Random(5)
+    with sessions() as session:
+        backend = psutil.Process(int(session.scalar(text("SELECT pg_backend_pid()")) or 0))
+        cpu_before, start = sum(backend.cpu_times()[:2]), time.perf_counter()
+        for group in range(groups):
+            batch = []
+            for n in range(8):
+                k = rng.randrange(len(lines) - LINES_A_PAGE)
+                placed = [
+                    (line, (150.0, 100.0 + 50 * i, 1550.0, 140.0 + 50 * i))
+                    for i, line in enumerate(lines[k : k + LINES_A_PAGE])
+                ]
+                batch.append(PageLines(1_000_000 + group * 8 + n, placed, 1700, 2200))
+            add_pages(session, tenant_id=tenant_id, job_id=job_id, pages=batch, language=language)
+            session.commit()
+        wall = time.perf_counter() - start
+        cpu = sum(backend.cpu_times()[:2]) - cpu_before
+        session.execute(text("DELETE FROM page_texts WHERE page_no >= 1000000"))
+        session.commit()
+    pages = groups * 8
+    return {"postgres_cpu_ms_a_page": round(cpu * 1000 / pages, 2),
+            "wall_ms_a_page": round(wall * 1000 / pages, 2)}  # fmt: skip
+
+
 def run_size(pages: int, args: Any, cluster: Cluster, lines: list[str]) -> dict[str, Any]:
     tag = f"search{pages}_{uuid.uuid4().hex[:6]}"
     url = create_database(cluster.admin_url, tag)
@@ -206,6 +248,8 @@ def run_size(pages: int, args: Any, cluster: Cluster, lines: list[str]) -> dict[
             db=f"uocr_{tag}",
         )[0]
         print(f"pages={pages}: {indexed} indexed in {filling.seconds:.0f} s", flush=True)
+        cost = indexing_cost(sessions, url, lines, settings.search.language)
+        print(f"pages={pages}: indexing a page {cost}", flush=True)
         kinds = queries(url, keys[0].tenant_id, lines, args.queries, seed=pages)
         with TestClient(create_app(settings)) as client:
             figures = measure(client, keys[0].api_key, kinds)
@@ -217,6 +261,7 @@ def run_size(pages: int, args: Any, cluster: Cluster, lines: list[str]) -> dict[
             "fill_seconds": round(filling.seconds),
             "table_bytes": size[0],
             "index_bytes": size[1],
+            "indexing": cost,
             "queries": figures,
         }
     finally:
@@ -240,6 +285,11 @@ def main() -> None:
     first, last = sizes[args.pages[0]], sizes[args.pages[-1]]
     ratio = last["queries"]["all"]["p95_ms"] / max(first["queries"]["all"]["p95_ms"], 0.1)
     print(f"p95 over all queries, {args.pages[-1]:,} vs {args.pages[0]:,} pages: {ratio:.2f}x")
+    cpu, wall = "postgres_cpu_ms_a_page", "wall_ms_a_page"
+    a, b = first["indexing"], last["indexing"]
+    print(
+        f"  indexing a page: Postgres CPU {a[cpu]} -> {b[cpu]} ms, wall {a[wall]} -> {b[wall]} ms"
+    )
     for kind in first["queries"]:
         a, b = first["queries"][kind], last["queries"][kind]
         print(f"  {kind:12} p95 {a['p95_ms']:7.1f} -> {b['p95_ms']:7.1f} ms")
