@@ -51,7 +51,7 @@ from uocr_core.tenants import create_key
 
 LINES_A_PAGE = 36
 TENANTS = ("archive", "app", "records", "legal", "claims", "hr", "library", "finance")
-# Kept pages are about half of the rows a two-month history holds (30-day retention).
+# Kept pages of succeeded jobs are ~40% of the rows two months of history hold (30-day retention).
 ROWS_PER_INDEXED_PAGE = 2.55
 
 
