@@ -9,10 +9,14 @@ import io
 import random
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pymupdf
 from PIL import Image
+
+if TYPE_CHECKING:
+    from bench.accuracy.corpus import SourceDocument
 
 WORDS = [
     "archive",
@@ -145,3 +149,18 @@ def bpe_tokenizer(path: Path, texts: list[str], vocab_size: int = 300) -> Path:
     tokenizer.train_from_iterator(texts, trainer)
     tokenizer.save(str(path))
     return path
+
+
+def require_fetched(source: SourceDocument) -> None:
+    """Skip a test whose real document is not on this machine (a run outside CI); in CI
+    (UOCR_REQUIRE_SERVICES) fail it, since .ci/setup fetches the corpus."""
+    import os  # only the tests on real documents need these
+
+    import pytest
+
+    if source.pdf_path.is_file():
+        return
+    message = f"{source.pdf_path} not fetched (bash .ci/setup fetches it)"
+    if os.environ.get("UOCR_REQUIRE_SERVICES"):
+        pytest.fail(message)
+    pytest.skip(message)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from tests.e2e.processes import (
     wait_http,
     wait_until,
 )
+from tests.factories import require_fetched
 from uocr_core.celery_app import make_celery
 from uocr_core.contracts import OCR_QUEUES
 from uocr_core.tenants import CreatedKey
@@ -119,11 +119,7 @@ def real_scan_read(service: Service) -> ReadScan:
     scanners degrade them and read once for the tests that look at what came out (search,
     chunk sizes): the CPU engine takes about a minute on them."""
     source = CI_DOCUMENTS[0]
-    if not source.pdf_path.is_file():
-        message = f"{source.pdf_path} not fetched (bash .ci/setup fetches it)"
-        if os.environ.get("UOCR_REQUIRE_SERVICES"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_fetched(source)
     scanned = scan(source)
     tenant = service.stack.new_tenant()
     with service.client(tenant) as client:

@@ -5,16 +5,15 @@ document of the accuracy set through ``uocr run``."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
 from lxml import etree
 
 from bench.accuracy.corpus import CI_DOCUMENTS
 from bench.accuracy.runner import scan
 from ocr_worker.embedded import run_document
 from ocr_worker.outputs import alto
+from tests.factories import require_fetched
 from uocr_core.contracts import Block, PageResult
 from uocr_core.settings import Settings
 
@@ -79,11 +78,7 @@ def test_a_document_is_valid_alto_with_its_pages_lines_and_strings_in_place() ->
 
 def test_a_real_scanned_document_read_by_uocr_run_is_valid_alto(tmp_path: Path) -> None:
     source = CI_DOCUMENTS[0]  # r-admin: English prose, headings, shell commands
-    if not source.pdf_path.is_file():
-        message = f"{source.pdf_path} not fetched (bash .ci/setup fetches it)"
-        if os.environ.get("UOCR_REQUIRE_SERVICES"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_fetched(source)
     scanned = scan(source)
     (tmp_path / "scan.pdf").write_bytes(scanned.pdf)
     run_document(tmp_path / "scan.pdf", tmp_path / "out", Settings())

@@ -6,17 +6,15 @@ Then a real scanned document of the accuracy set through ``uocr run``."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bench.accuracy.corpus import CI_DOCUMENTS
 from bench.accuracy.runner import scan
 from ocr_worker.embedded import run_document
 from ocr_worker.outputs.text_formats import write_text_formats
+from tests.factories import require_fetched
 from uocr_core.contracts import Block, PageResult
 from uocr_core.settings import Settings
 
@@ -128,11 +126,7 @@ def test_a_real_scanned_document_read_by_uocr_run_is_chunked_with_its_boxes(
     tmp_path: Path,
 ) -> None:
     source = CI_DOCUMENTS[0]  # r-admin: English prose, headings, shell commands
-    if not source.pdf_path.is_file():
-        message = f"{source.pdf_path} not fetched (bash .ci/setup fetches it)"
-        if os.environ.get("UOCR_REQUIRE_SERVICES"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_fetched(source)
     (tmp_path / "scan.pdf").write_bytes(scan(source).pdf)
     run_document(tmp_path / "scan.pdf", tmp_path / "out", Settings())
     markdown = (tmp_path / "out" / "result.md").read_text(encoding="utf-8")
