@@ -127,11 +127,11 @@ def queries(
         ]
     words = [w for line in lines for w in line.split() if w.isalpha() and len(w) >= 6]
     chinese = [run for line in lines for run in CJK_RUN.findall(line) if len(run) >= 4]
-    phrases = [
+    phrases = [  # three words in a row, one of them long: not all stop words ("those that do")
         " ".join(ws[i : i + 3])
         for ws in (line.split() for line in lines)
         for i in range(len(ws) - 2)
-        if all(w.isalpha() for w in ws[i : i + 3])
+        if all(w.isalpha() for w in ws[i : i + 3]) and max(map(len, ws[i : i + 3])) >= 6
     ]
 
     def some(make: Iterator[str]) -> list[str]:
