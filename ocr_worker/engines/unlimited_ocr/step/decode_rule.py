@@ -10,15 +10,23 @@ implementation of ``DecodeRule``, once its reference code can be read and tested
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+import numpy as np
 import torch
 
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.workspace.sequence import Sequence
 
-if TYPE_CHECKING:
-    from ocr_worker.engines.unlimited_ocr.step.sr_swa import KeyPool
+
+class KeyPool(Protocol):
+    """What a rule reads of the model runner: the key pool and block rows."""
+
+    k_pool: torch.Tensor  # (layers, rows, heads, head_dim)
+
+    def host_rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> np.ndarray: ...
+
+    def to_device(self, host: np.ndarray) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)

@@ -16,24 +16,13 @@ With a budget that covers every block the rows are returned untouched: exactly R
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import torch
 
-from ocr_worker.engines.unlimited_ocr.step.decode_rule import ReadPlan
+from ocr_worker.engines.unlimited_ocr.step.decode_rule import KeyPool, ReadPlan
 from ocr_worker.engines.unlimited_ocr.workspace.kv_workspace import WorkspaceBlocks
 from ocr_worker.engines.unlimited_ocr.workspace.sequence import Sequence
-
-
-class KeyPool(Protocol):
-    """What the selector reads of the model runner: the key pool and block rows."""
-
-    k_pool: torch.Tensor  # (layers, rows, heads, head_dim)
-
-    def host_rows(self, blocks: WorkspaceBlocks, count: int | None = None) -> np.ndarray: ...
-
-    def to_device(self, host: np.ndarray) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
