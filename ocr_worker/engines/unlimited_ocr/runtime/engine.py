@@ -21,9 +21,9 @@ import torch
 
 from ocr_worker.engines.base import OcrEngine, PageGroupInput, PageImage
 from ocr_worker.engines.unlimited_ocr.model.checkpoint import load_model
+from ocr_worker.engines.unlimited_ocr.model.fast_tower import encode_pages, use_fast_tower
 from ocr_worker.engines.unlimited_ocr.model.manifest import MANIFEST_NAME, verify_manifest
 from ocr_worker.engines.unlimited_ocr.model.preprocess import gundam_views, page_tensor
-from ocr_worker.engines.unlimited_ocr.model.sam_attention import use_fused_rel_pos
 from ocr_worker.engines.unlimited_ocr.output.page_guard import (
     PAGE_MARKER,
     PREAMBLE_BUDGET,
@@ -88,8 +88,8 @@ class UnlimitedOcrEngine(OcrEngine):
             text.bos_token_id,
         )
         self.image_size = model.config.vision_config.sam_config.image_size
-        if self.options.fused_sam_rel_pos:
-            use_fused_rel_pos(model)
+        if self.options.fused_sam_rel_pos:  # SAM's attention folded, and the tower's other
+            use_fast_tower(model)  # steps done without copies (fast_tower.py)
         bytes_per_token = (
             text.num_hidden_layers
             * 2
@@ -303,6 +303,8 @@ class UnlimitedOcrEngine(OcrEngine):
     @torch.no_grad()
     def _encode_pages(self, pixels: torch.Tensor) -> torch.Tensor:
         """Base-mode pages, (pages, 3, size, size), to one feature row each."""
+        if self.options.fused_sam_rel_pos:
+            return encode_pages(self.model, pixels)  # (pages, 273, hidden) in one tensor
         return self.model.model.get_image_features(pixel_values=pixels).pooler_output
 
     @torch.no_grad()
