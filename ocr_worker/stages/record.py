@@ -35,6 +35,7 @@ def record_group(
     yet is still recorded: the work is done."""
     if not _still_ours(parts.sessions, claimed):
         return False
+    searched = _searched(results) if parts.settings.search.index_pages else []
     keys = pages.write_pages(parts.store, job_id, results)
     with transaction(parts.sessions) as session:
         job = session.get(Job, job_id, with_for_update=True)  # lock order: job, then group
@@ -58,11 +59,11 @@ def record_group(
         )
         # Each output page's row says its result: status, error, object key, warnings, who
         # read it and how long it took.
-        recorded = []
+        recorded = set()
         for page in rows:
             if (result := by_page.get(page.page_no)) is None:
                 continue
-            recorded.append(result)
+            recorded.add(page.page_no)
             page.status, page.error = result.status, result.error
             page.result_key, page.warnings = keys[page.page_no], result.warnings
             page.model_version, page.engine = result.model_version, result.engine
@@ -72,25 +73,25 @@ def record_group(
             page.duration_ms = result.duration_ms or int(
                 (now - (page.started_at or now)).total_seconds() * 1000
             )
-        if parts.settings.search.index_pages:
-            _index(session, job, recorded, parts)
+        # Into the search index in this transaction: findable exactly when recorded.
+        search_index.add_pages(
+            session,
+            tenant_id=job.tenant_id,
+            job_id=job_id,
+            pages=[lines for lines in searched if lines.page_no in recorded],
+            language=parts.settings.search.language,
+        )
         return True
 
 
-def _index(session: Session, job: Job, results: list[PageResult], parts: StageParts) -> None:
-    """The group's read pages into the search index, in this transaction: findable exactly
-    when recorded."""
-    search_index.add_pages(
-        session,
-        tenant_id=job.tenant_id,
-        job_id=job.id,
-        pages=[
-            PageLines(r.page, [(line.text, line.bbox) for line in page_lines(r)], r.width, r.height)
-            for r in results
-            if r.status == "succeeded"
-        ],
-        language=parts.settings.search.language,
-    )
+def _searched(results: list[PageResult]) -> list[PageLines]:
+    """The read pages' lines as the search index keeps them (made before the store calls:
+    the stage's own work first)."""
+    return [
+        PageLines(r.page, [(line.text, line.bbox) for line in page_lines(r)], r.width, r.height)
+        for r in results
+        if r.status == "succeeded"
+    ]
 
 
 def _worth_a_look(result: PageResult, confidence_below: float) -> bool:
